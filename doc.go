@@ -1,0 +1,18 @@
+// Package idempotency is the core of a kit that makes A2A SendMessage and
+// SendStreamingMessage idempotent in front of an existing Go A2A server.
+//
+// A client that cannot tell whether its send reached the server (the connection
+// dropped after the request left) attaches an idempotency key to the message's own
+// metadata, under [MetadataKey], and lists [ExtensionURI] in the message's
+// extensions. The server deduplicates on (scope, key): a retry gets back the task the
+// first attempt created, in its current state, and the agent runs once.
+//
+// This package holds what every part of the kit shares: the key format
+// ([ValidateKey], [KeyOf], [SetKey], [NewKey]), the [KeyIndex] interface that stores
+// claims, its optional capabilities ([Sweeper], [CapacityReporter], [Honouring]), and
+// its sentinel errors. It depends on the standard library only.
+//
+// The HTTP middleware lives in package middleware, the bundled indexes in memstore
+// and sqlstore, the reusable store test suite in conformance, and the integration
+// with the official Go SDK in adapter.
+package idempotency

@@ -1,0 +1,248 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// KeyIndex records which message holds each (scope, key) and what the send it started
+// produced. The middleware claims a key before forwarding a first send, binds it to the
+// task the send created (or records the Message the agent replied with), and releases
+// it when the send failed before anything existed. Retries look the key up.
+//
+// A scope partitions keys: the same key in two scopes is two unrelated claims. Scopes
+// are opaque strings chosen by the caller (by default the A2A tenant, possibly empty).
+// Keys are passed as they arrived and must satisfy [ValidateKey]; message ids, task ids
+// and scopes are opaque, and message and task ids must not be empty. An index returns
+// an error wrapping [ErrInvalidArgument] for input it cannot accept, before touching
+// its storage.
+//
+// Every method honours ctx: when ctx is done before the operation took effect, it
+// returns an error and the operation did not take effect (a cancelled Claim consumes
+// nothing). Expected outcomes are return values; a non-nil error means the index could
+// not do what was asked (storage unreachable, timeout, fenced out), and callers must not
+// assume anything was stored. Sentinel errors are wrapped with context and compared
+// with errors.Is. All methods are safe for concurrent use, across goroutines and, for
+// indexes backed by shared storage, across processes and machines.
+//
+// A key lives for the index's time to live, counted from its first claim (24 hours by
+// default in the bundled indexes; replays do not extend it). Past it, the key counts
+// as absent. A key is never deleted because its task was deleted: a retry of a send
+// whose task is gone must find the key and learn that the task is gone, rather than
+// run the agent again.
+//
+// Implementations prove these properties by passing conformance.Run.
+type KeyIndex interface {
+	// Claim tries to take (scope, key) for the send of message messageID.
+	//
+	// When the key is absent (never claimed, released, or past its time to live), Claim
+	// stores a pending claim and returns [Claimed] with a fresh fencing [Token]: the
+	// caller owns the key and must eventually [KeyIndex.Bind] or [KeyIndex.Release] it.
+	// When the key is held by the same messageID, it returns [HeldBySameMessage] with
+	// the current [Record] (task id and/or reply, or still pending). When it is held by
+	// another message id, it returns [HeldByOtherMessage] with an empty Record: the key
+	// was reused for a different send, and nothing about the holder is disclosed.
+	//
+	// Concurrent Claims of one (scope, key) resolve to exactly one [Claimed]; the others
+	// see the winner's claim. A pending claim whose lease (claim time plus lease) has
+	// ended was abandoned by its owner (a crash): the next Claim by the same message
+	// takes it over and returns [Claimed] with a new token, after which the old token is
+	// fenced out. A takeover keeps the original claim time. A claim by another message
+	// never takes over; it reports [HeldByOtherMessage]. lease must be positive.
+	//
+	// When the index bounds the number of keys per scope and the scope is full, Claim
+	// returns an error wrapping [ErrFull]; it never evicts a pending claim to make room.
+	Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (Claim, error)
+
+	// Bind records what the send holding (scope, key) under token produced: exactly one
+	// of b.TaskID (the task it created or continued) and b.Reply (the Message the agent
+	// answered with, as A2A JSON, when no task exists). A bound key is no longer pending:
+	// its lease no longer matters, and it cannot be released or taken over.
+	//
+	// Only the current owner may bind: when the key is held under another token (taken
+	// over after the lease ended) or is no longer held, Bind returns an error wrapping
+	// [ErrNotOwner]. Binding is idempotent: binding the same value again with the same
+	// token succeeds; binding a different value returns an error wrapping
+	// [ErrAlreadyBound]. A Binding with neither or both fields set wraps
+	// [ErrInvalidArgument].
+	Bind(ctx context.Context, scope, key string, token Token, b Binding) error
+
+	// Release frees (scope, key) when it is still pending under token, so that an
+	// identical retry runs normally. Call it when the send failed before any task
+	// existed. Releasing a key that is not held, or already released, returns nil. A
+	// bound key is never released: Release on it returns nil and changes nothing. When
+	// the key is held under another token, Release returns an error wrapping
+	// [ErrNotOwner] and changes nothing.
+	Release(ctx context.Context, scope, key string, token Token) error
+
+	// Lookup returns what is known of (scope, key) now, and false when the key is
+	// absent or past its time to live. Callers use it while waiting for an in-flight
+	// first attempt to bind its task. It changes nothing.
+	Lookup(ctx context.Context, scope, key string) (Record, bool, error)
+}
+
+// Token is a fencing token: proof of ownership of one claim. A takeover issues a new
+// token, and the old one is then refused by Bind and Release. Tokens are unique per
+// index (not merely per key), so a token from a released claim cannot pass for the
+// token of a later claim of the same key. The zero Token is never issued.
+type Token uint64
+
+// ClaimStatus is the outcome of [KeyIndex.Claim].
+type ClaimStatus int
+
+const (
+	// Claimed: the caller owns the key and should forward the send.
+	Claimed ClaimStatus = iota + 1
+	// HeldBySameMessage: a retry; the Record says what the first attempt produced.
+	HeldBySameMessage
+	// HeldByOtherMessage: the key was reused for a different message; refuse the send.
+	HeldByOtherMessage
+)
+
+func (s ClaimStatus) String() string {
+	switch s {
+	case Claimed:
+		return "claimed"
+	case HeldBySameMessage:
+		return "held by same message"
+	case HeldByOtherMessage:
+		return "held by other message"
+	}
+	return "invalid claim status"
+}
+
+// Claim is the result of [KeyIndex.Claim].
+type Claim struct {
+	Status ClaimStatus
+	// Token is set when Status is Claimed.
+	Token Token
+	// Record is set when Status is HeldBySameMessage.
+	Record Record
+}
+
+// Binding is what a send produced: a task id, or a Message reply when the agent
+// answered without creating a task. Exactly one field is set.
+type Binding struct {
+	TaskID string
+	// Reply is the agent's Message as A2A v1.0 JSON (the object that appears under
+	// "message" in a SendMessage result). The index stores it verbatim.
+	Reply []byte
+}
+
+// Record is what an index knows of a held key.
+type Record struct {
+	// MessageID is the id of the message that claimed the key.
+	MessageID string
+	// TaskID is the bound task, or empty.
+	TaskID string
+	// Reply is the bound Message reply, or nil.
+	Reply []byte
+	// ClaimedAt is when the key was first claimed, by the index's clock.
+	ClaimedAt time.Time
+	// LeaseExpiresAt is when a pending claim may be taken over. It is meaningless once
+	// the key is bound.
+	LeaseExpiresAt time.Time
+}
+
+// Pending reports whether the first attempt has not bound anything yet.
+func (r Record) Pending() bool { return r.TaskID == "" && r.Reply == nil }
+
+// Sentinel errors of a [KeyIndex]. Indexes wrap them with context; compare with
+// errors.Is.
+var (
+	// ErrNotOwner: the token does not own the claim (it was taken over, or released).
+	ErrNotOwner = errors.New("idempotency: claim not owned by this token")
+	// ErrAlreadyBound: the key is bound to a different task or reply.
+	ErrAlreadyBound = errors.New("idempotency: key already bound to another result")
+	// ErrFull: the scope holds as many keys as the index allows.
+	ErrFull = errors.New("idempotency: index full for this scope")
+	// ErrInvalidArgument: the index refused its input (malformed key, empty message or
+	// task id, non-positive lease, zero token, bad binding).
+	ErrInvalidArgument = errors.New("idempotency: invalid argument")
+)
+
+// Honouring is implemented by an index that may be unable to honour keys, for example
+// a read-only replica or a store whose schema has not been migrated. When HonoursKeys
+// reports false, the middleware refuses keyed sends (rather than run them without
+// deduplication) and does not advertise the extension. An index that does not
+// implement Honouring honours keys.
+type Honouring interface {
+	HonoursKeys(ctx context.Context) bool
+}
+
+// Sweeper is implemented by indexes that can delete old keys in bulk. Indexes that
+// expire keys on their own (memstore) may still implement it to free memory at a time
+// the operator chooses.
+type Sweeper interface {
+	// PurgeExpired deletes keys older than the policy's effective key age, in batches,
+	// and reports what it did. It never deletes a pending claim whose lease is still
+	// running. It is safe to run from several processes at once. When ctx ends between
+	// batches, it returns the report so far and ctx's error.
+	PurgeExpired(ctx context.Context, policy RetentionPolicy) (PurgeReport, error)
+}
+
+// DefaultKeyMaxAge is how long keys live unless configured otherwise.
+const DefaultKeyMaxAge = 24 * time.Hour
+
+// DefaultPurgeBatchSize is the batch size of a [RetentionPolicy] that sets none.
+const DefaultPurgeBatchSize = 1000
+
+// RetentionPolicy says which keys a [Sweeper] deletes. The zero value deletes keys
+// older than 24 hours, 1000 at a time, until none is left.
+type RetentionPolicy struct {
+	// KeyMaxAge is how old a key must be to be deleted; zero means
+	// [DefaultKeyMaxAge], and a negative value disables the key sweep.
+	KeyMaxAge time.Duration
+	// TerminalTaskRetention is how long the operator keeps finished tasks. A key is
+	// never deleted while the task it names may still exist (a retry would then run
+	// the agent a second time), so the effective key age is at least this.
+	TerminalTaskRetention time.Duration
+	// BatchSize is how many keys one batch deletes; zero or less means
+	// [DefaultPurgeBatchSize].
+	BatchSize int
+	// MaxBatches bounds the number of batches of one call; zero or less means no bound.
+	MaxBatches int
+}
+
+// EffectiveKeyMaxAge returns the age past which keys are deleted: KeyMaxAge (or its
+// default), raised to TerminalTaskRetention, and false when the key sweep is disabled.
+func (p RetentionPolicy) EffectiveKeyMaxAge() (time.Duration, bool) {
+	switch {
+	case p.KeyMaxAge < 0:
+		return 0, false
+	case p.KeyMaxAge == 0:
+		return max(DefaultKeyMaxAge, p.TerminalTaskRetention), true
+	}
+	return max(p.KeyMaxAge, p.TerminalTaskRetention), true
+}
+
+// EffectiveBatchSize returns BatchSize, or its default.
+func (p RetentionPolicy) EffectiveBatchSize() int {
+	if p.BatchSize <= 0 {
+		return DefaultPurgeBatchSize
+	}
+	return p.BatchSize
+}
+
+// PurgeReport says what [Sweeper.PurgeExpired] did.
+type PurgeReport struct {
+	KeysDeleted int64
+	Batches     int
+	// Complete is false when MaxBatches (or ctx) stopped the sweep before it ran out of
+	// keys to delete.
+	Complete bool
+}
+
+// CapacityReporter is implemented by indexes that bound the number of keys per scope.
+type CapacityReporter interface {
+	// Capacity reports how many keys scope holds now and how many it may hold (zero
+	// meaning no bound).
+	Capacity(ctx context.Context, scope string) (Capacity, error)
+}
+
+// Capacity is a scope's use of a bounded index.
+type Capacity struct {
+	Held  int
+	Limit int
+}

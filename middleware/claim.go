@@ -1,0 +1,103 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"sync"
+
+	"github.com/a2akit/idempotency"
+)
+
+// ClaimedSend is the middleware's claim on a keyed first send. The middleware puts it
+// in the context of the request it forwards, so that code behind it (the a2a-go
+// adapter, or a server's own executor) can bind the key to the task before the agent's
+// first step: a retry that arrives while a long blocking send is still running then
+// gets the task at once instead of waiting for the first response.
+//
+// A ClaimedSend is safe for concurrent use. It calls the index at most once per
+// distinct binding, however many times Bind is called with the same value.
+type ClaimedSend struct {
+	index     idempotency.KeyIndex
+	scope     string
+	key       string
+	messageID string
+	token     idempotency.Token
+
+	mu      sync.Mutex
+	hooked  bool // Bind was called by code behind the middleware
+	bound   bool
+	binding idempotency.Binding
+}
+
+type claimedSendKey struct{}
+
+// ContextWithClaimedSend returns a copy of ctx carrying c.
+func ContextWithClaimedSend(ctx context.Context, c *ClaimedSend) context.Context {
+	return context.WithValue(ctx, claimedSendKey{}, c)
+}
+
+// ClaimedSendFrom returns the claim the middleware made for the request whose context
+// is ctx, and false when the request was not a keyed first send.
+func ClaimedSendFrom(ctx context.Context) (*ClaimedSend, bool) {
+	c, ok := ctx.Value(claimedSendKey{}).(*ClaimedSend)
+	return c, ok && c != nil
+}
+
+// NewClaimedSend returns the handle for a claim that index granted with token. The
+// middleware calls it; it is exported for servers and tests that claim keys
+// themselves.
+func NewClaimedSend(index idempotency.KeyIndex, scope, key, messageID string, token idempotency.Token) *ClaimedSend {
+	return &ClaimedSend{index: index, scope: scope, key: key, messageID: messageID, token: token}
+}
+
+// Scope returns the scope the key was claimed in.
+func (c *ClaimedSend) Scope() string { return c.scope }
+
+// Key returns the claimed key. Do not log it in full (see idempotency.RedactKey).
+func (c *ClaimedSend) Key() string { return c.key }
+
+// MessageID returns the id of the message that claimed the key.
+func (c *ClaimedSend) MessageID() string { return c.messageID }
+
+// Token returns the claim's fencing token.
+func (c *ClaimedSend) Token() idempotency.Token { return c.token }
+
+// Bind binds the key to b (a task id or a Message reply) through the index. Call it
+// before the agent's first step; when it returns an error, the claim was lost (taken
+// over after its lease ended, or the index is unavailable) and the agent must not run.
+// Binding the value already bound returns nil without calling the index again.
+func (c *ClaimedSend) Bind(ctx context.Context, b idempotency.Binding) error {
+	return c.bind(ctx, b, true)
+}
+
+func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hook {
+		c.hooked = true
+	}
+	if c.bound && c.binding.TaskID == b.TaskID && bytes.Equal(c.binding.Reply, b.Reply) {
+		return nil
+	}
+	if err := c.index.Bind(ctx, c.scope, c.key, c.token, b); err != nil {
+		return err
+	}
+	c.bound, c.binding = true, b
+	return nil
+}
+
+// Bound returns what the key was bound to through this handle, and false when nothing
+// was bound yet.
+func (c *ClaimedSend) Bound() (idempotency.Binding, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.binding, c.bound
+}
+
+// hookedOrBound reports whether code behind the middleware called Bind (so it knows
+// whether the agent could have started), and whether the key is bound.
+func (c *ClaimedSend) state() (hooked, bound bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hooked, c.bound
+}
