@@ -1,0 +1,95 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultLease is how long a first send may run before an identical retry may take
+	// its claim over. It is long because, without the adapter binding the key before
+	// the agent starts, a blocking send binds only when it answers, and a takeover
+	// before that would run the agent twice. With the adapter the lease only matters
+	// after a crash; shorten it then.
+	DefaultLease = 10 * time.Minute
+	// DefaultReplayWait is how long a retry waits for an in-flight first attempt to make
+	// its task known before answering 409.
+	DefaultReplayWait = 2 * time.Second
+	// DefaultMaxBodyBytes bounds the body of a request the middleware reads.
+	DefaultMaxBodyBytes = 10 << 20
+)
+
+// Options configure the middleware. The zero value works: every field has a default.
+type Options struct {
+	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant of
+	// the request (params.tenant, or the body's tenant on the HTTP+JSON binding). The
+	// default returns tenant. Mix in the authenticated principal here so that two
+	// callers cannot reach each other's tasks through a shared key. An error refuses the
+	// send with 400 and the error's text.
+	Scope func(r *http.Request, tenant string) (string, error)
+
+	// Lease is how long a claim stays in flight before an identical retry may take it
+	// over; default [DefaultLease].
+	Lease time.Duration
+
+	// ReplayWait is how long a retry waits for an in-flight first attempt's task;
+	// default [DefaultReplayWait]. Negative means do not wait.
+	ReplayWait time.Duration
+
+	// MaxBodyBytes bounds the request bodies the middleware reads; larger ones get 413.
+	// Default [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+
+	// Logger receives the middleware's logs; default slog.Default(). Keys are never
+	// logged in full above debug level.
+	Logger *slog.Logger
+
+	// Observe, when set, is called once per keyed send the middleware handled, with its
+	// outcome, for metrics. It must be fast and safe for concurrent use.
+	Observe func(Event)
+
+	// Tasks, when set, reads tasks for replays directly instead of through a
+	// synthesized GetTask sent to the wrapped handler. The round trip is the default
+	// because it applies the server's own authorization to the retry.
+	Tasks TaskReader
+}
+
+// TaskReader reads a task's current state for a replay.
+type TaskReader interface {
+	// ReadTask returns the task taskID of tenant as A2A v1.0 JSON (a Task object, with
+	// its full history), or an error wrapping [ErrTaskNotFound] when it does not exist
+	// (or the caller of r may not see it). r is the retry being answered.
+	ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error)
+}
+
+// ErrTaskNotFound is returned by a [TaskReader] for a task that does not exist.
+var ErrTaskNotFound = errors.New("middleware: task not found")
+
+// Outcome names what the middleware did with a keyed send.
+type Outcome string
+
+// Outcomes reported through [Options.Observe].
+const (
+	OutcomeClaimed     Outcome = "claimed"     // first send: claimed and forwarded
+	OutcomeReplayed    Outcome = "replayed"    // retry answered from the first attempt
+	OutcomeConflict    Outcome = "conflict"    // key reused by a different message
+	OutcomeInFlight    Outcome = "in_flight"   // retry gave up waiting: 409
+	OutcomeRefused     Outcome = "refused"     // malformed key, or keys cannot be honoured
+	OutcomeReleased    Outcome = "released"    // first send failed before a task existed
+	OutcomeUnavailable Outcome = "unavailable" // index error or full: 503
+)
+
+// Event describes one keyed send for [Options.Observe].
+type Event struct {
+	Outcome Outcome
+	// Binding is "JSONRPC" or "HTTP+JSON".
+	Binding string
+	// Streaming is true for SendStreamingMessage and message:stream.
+	Streaming bool
+	// Scope is the scope the key was claimed in.
+	Scope string
+}
