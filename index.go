@@ -55,17 +55,19 @@ type KeyIndex interface {
 	// returns an error wrapping [ErrFull]; it never evicts a pending claim to make room.
 	Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (Claim, error)
 
-	// Bind records what the send holding (scope, key) under token produced: exactly one
-	// of b.TaskID (the task it created or continued) and b.Reply (the Message the agent
-	// answered with, as A2A JSON, when no task exists). A bound key is no longer pending:
-	// its lease no longer matters, and it cannot be released or taken over.
+	// Bind records what the send holding (scope, key) under token produced: b.TaskID,
+	// the task it created or continued (a2a-go assigns it before the agent runs, so the
+	// adapter binds it then), and/or b.Reply, the Message the agent answered with, as
+	// A2A JSON. At least one must be set. A bound key is no longer pending: its lease no
+	// longer matters, and it cannot be released or taken over.
 	//
 	// Only the current owner may bind: when the key is held under another token (taken
 	// over after the lease ended) or is no longer held, Bind returns an error wrapping
-	// [ErrNotOwner]. Binding is idempotent: binding the same value again with the same
-	// token succeeds; binding a different value returns an error wrapping
-	// [ErrAlreadyBound]. A Binding with neither or both fields set wraps
-	// [ErrInvalidArgument].
+	// [ErrNotOwner]. Binding is idempotent: binding the value already bound again with
+	// the same token succeeds and changes nothing. A key bound to a TaskID alone may
+	// later be given a Reply with the same TaskID (the agent answered with a Message
+	// after its task id was bound); any other change returns an error wrapping
+	// [ErrAlreadyBound]. A Binding with neither field set wraps [ErrInvalidArgument].
 	Bind(ctx context.Context, scope, key string, token Token, b Binding) error
 
 	// Release frees (scope, key) when it is still pending under token, so that an
@@ -121,12 +123,14 @@ type Claim struct {
 	Record Record
 }
 
-// Binding is what a send produced: a task id, or a Message reply when the agent
-// answered without creating a task. Exactly one field is set.
+// Binding is what a send produced: the id of the task it created or continued, and,
+// when the agent answered with a Message instead of a task, that Message.
 type Binding struct {
+	// TaskID is the task's id, or empty when only a Reply is known.
 	TaskID string
 	// Reply is the agent's Message as A2A v1.0 JSON (the object that appears under
-	// "message" in a SendMessage result). The index stores it verbatim.
+	// "message" in a SendMessage result), or nil. The index stores it verbatim. A
+	// retry of a send that has a Reply gets the Reply, not the task.
 	Reply []byte
 }
 
@@ -136,7 +140,7 @@ type Record struct {
 	MessageID string
 	// TaskID is the bound task, or empty.
 	TaskID string
-	// Reply is the bound Message reply, or nil.
+	// Reply is the bound Message reply, or nil. When set, it is what a retry gets.
 	Reply []byte
 	// ClaimedAt is when the key was first claimed, by the index's clock.
 	ClaimedAt time.Time
@@ -157,8 +161,8 @@ var (
 	ErrAlreadyBound = errors.New("idempotency: key already bound to another result")
 	// ErrFull: the scope holds as many keys as the index allows.
 	ErrFull = errors.New("idempotency: index full for this scope")
-	// ErrInvalidArgument: the index refused its input (malformed key, empty message or
-	// task id, non-positive lease, zero token, bad binding).
+	// ErrInvalidArgument: the index refused its input (malformed key, empty message id,
+	// non-positive lease, zero token, empty binding).
 	ErrInvalidArgument = errors.New("idempotency: invalid argument")
 )
 
