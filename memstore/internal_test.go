@@ -1,0 +1,132 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/a2akit/idempotency"
+)
+
+// keysInShard returns n well-formed keys of scope that s puts in shard i.
+func keysInShard(s *Store, scope string, i, n int) []string {
+	var keys []string
+	for j := 0; len(keys) < n; j++ {
+		k := fmt.Sprintf("shard-key-%012d", j)
+		b, _ := appendMapKey(nil, scope, k)
+		if s.shard(b) == &s.shards[i] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time { return c.t }
+
+func (sh *shard) size() (keys, fifo int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.keys), len(sh.fifo) - sh.head
+}
+
+func claim(t *testing.T, s *Store, scope, key, msg string) idempotency.Token {
+	t.Helper()
+	c, err := s.Claim(context.Background(), scope, key, msg, time.Minute)
+	if err != nil || c.Status != idempotency.Claimed {
+		t.Fatalf("Claim(%q): %+v, %v", key, c, err)
+	}
+	return c.Token
+}
+
+// TestClaimsFreeExpiredEntries checks that claims delete the expired entries of their
+// shard, without a sweep: each claim pops up to popsPerClaim of them.
+func TestClaimsFreeExpiredEntries(t *testing.T) {
+	clock := &stepClock{t: time.Unix(0, 0)}
+	s := New(Options{TTL: time.Hour, Now: clock.Now})
+	keys := keysInShard(s, "", 0, 50)
+	for _, k := range keys[:40] {
+		claim(t, s, "", k, "m")
+	}
+	clock.t = clock.t.Add(time.Hour)
+	for _, k := range keys[40:] {
+		claim(t, s, "", k, "m")
+	}
+	if n, f := s.shards[0].size(); n != 10 || f != 10 {
+		t.Errorf("shard holds %d keys, FIFO %d entries; want 10, 10", n, f)
+	}
+	if c, _ := s.Capacity(context.Background(), ""); c.Held != 10 {
+		t.Errorf("Held = %d, want 10", c.Held)
+	}
+}
+
+// TestReleasedEntriesLeaveFIFO checks that claim-and-release churn behind a long-lived
+// key does not grow the FIFO without bound.
+func TestReleasedEntriesLeaveFIFO(t *testing.T) {
+	s := New(Options{})
+	keys := keysInShard(s, "", 3, 2)
+	claim(t, s, "", keys[0], "m")
+	for i := range 10_000 {
+		tok := claim(t, s, "", keys[1], fmt.Sprint("m", i))
+		if err := s.Release(context.Background(), "", keys[1], tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, f := s.shards[3].size(); f > 2*1+64+1 {
+		t.Errorf("FIFO holds %d entries for 1 live key", f)
+	}
+}
+
+// TestClockGoingBackwards checks that a clock that goes backwards deletes nothing early,
+// and that a full scope still finds expired keys that sit behind younger ones.
+func TestClockGoingBackwards(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Unix(1_000_000, 0)
+	clock := &stepClock{t: t0.Add(5 * time.Hour)}
+	s := New(Options{TTL: time.Hour, MaxKeysPerScope: 2, Now: clock.Now})
+	keys := keysInShard(s, "", 7, 3)
+	claim(t, s, "", keys[0], "m") // claimed at t0+5h
+	clock.t = t0
+	claim(t, s, "", keys[1], "m") // claimed at t0, behind keys[0] in the FIFO
+	clock.t = t0.Add(90 * time.Minute)
+	if _, ok, _ := s.Lookup(ctx, "", keys[0]); !ok {
+		t.Fatal("a key claimed in the clock's future was dropped")
+	}
+	if _, ok, _ := s.Lookup(ctx, "", keys[1]); ok {
+		t.Fatal("a key past its TTL is still held")
+	}
+	claim(t, s, "", keys[2], "m") // the scope is full until keys[1] is dropped
+	if _, ok, _ := s.Lookup(ctx, "", keys[0]); !ok {
+		t.Error("a key claimed in the clock's future was dropped")
+	}
+	if n, f := s.shards[7].size(); n != 2 || f != 2 {
+		t.Errorf("shard holds %d keys, FIFO %d entries; want 2, 2", n, f)
+	}
+}
+
+// TestScopeCountRetired checks that a scope whose keys are all gone leaves nothing
+// behind, and that the scope can be used again.
+func TestScopeCountRetired(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{})
+	for round := range 2 {
+		tok := claim(t, s, "tenant", "0123456789abcdef", fmt.Sprint("m", round))
+		if err := s.Release(ctx, "tenant", "0123456789abcdef", tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.scopes.Load("tenant"); ok {
+			t.Fatalf("round %d: scope count kept after its last key was released", round)
+		}
+	}
+}
+
+func TestEntrySize(t *testing.T) {
+	// Entries are allocated in the 64-byte size class; a larger entry costs 16 bytes
+	// more per key.
+	if got := unsafe.Sizeof(entry{}); got > 64 {
+		t.Errorf("entry is %d bytes, want at most 64", got)
+	}
+}

@@ -1,0 +1,441 @@
+package memstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
+)
+
+// fakeClock is a controllable clock, safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// key returns a well-formed key that is distinct for each i.
+func key(i int) string { return fmt.Sprintf("key-%016d", i) }
+
+func mustClaim(t *testing.T, s *memstore.Store, scope, key, msg string, lease time.Duration) idempotency.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), scope, key, msg, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q, %q, %q): %v", scope, key, msg, err)
+	}
+	return c
+}
+
+func capacity(t *testing.T, s *memstore.Store, scope string) idempotency.Capacity {
+	t.Helper()
+	c, err := s.Capacity(context.Background(), scope)
+	if err != nil {
+		t.Fatalf("Capacity(%q): %v", scope, err)
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{Now: clock.Now})
+	if got := capacity(t, s, "").Limit; got != memstore.DefaultMaxKeysPerScope {
+		t.Errorf("default Limit = %d, want %d", got, memstore.DefaultMaxKeysPerScope)
+	}
+	c := mustClaim(t, s, "", key(1), "m", time.Minute)
+	clock.Advance(idempotency.DefaultKeyMaxAge - time.Nanosecond)
+	if _, ok, _ := s.Lookup(ctx, "", key(1)); !ok {
+		t.Fatal("key gone before the default TTL")
+	}
+	clock.Advance(time.Nanosecond)
+	if _, ok, _ := s.Lookup(ctx, "", key(1)); ok {
+		t.Fatal("key still held at the default TTL")
+	}
+	if err := s.Bind(ctx, "", key(1), c.Token, idempotency.Binding{TaskID: "t"}); !errors.Is(err, idempotency.ErrNotOwner) {
+		t.Errorf("Bind after TTL: %v, want ErrNotOwner", err)
+	}
+
+	unbounded := memstore.New(memstore.Options{MaxKeysPerScope: -1})
+	for i := range 10 {
+		mustClaim(t, unbounded, "", key(i), "m", time.Minute)
+	}
+	if got := capacity(t, unbounded, ""); got != (idempotency.Capacity{Held: 10, Limit: 0}) {
+		t.Errorf("unbounded Capacity = %+v, want Held 10, Limit 0", got)
+	}
+}
+
+func TestRecordTimesFollowInjectedClock(t *testing.T) {
+	clock := newFakeClock()
+	t0 := clock.Now()
+	s := memstore.New(memstore.Options{Now: clock.Now})
+	c := mustClaim(t, s, "", key(1), "m", time.Minute)
+	clock.Advance(2 * time.Minute)
+	// The lease ended: the same message takes the claim over, keeping the claim time.
+	c2 := mustClaim(t, s, "", key(1), "m", time.Minute)
+	if c2.Status != idempotency.Claimed || c2.Token == c.Token {
+		t.Fatalf("takeover = %+v, want Claimed with a new token (old %d)", c2, c.Token)
+	}
+	rec, ok, err := s.Lookup(context.Background(), "", key(1))
+	if err != nil || !ok {
+		t.Fatalf("Lookup = %v, %v", ok, err)
+	}
+	if !rec.ClaimedAt.Equal(t0) {
+		t.Errorf("ClaimedAt = %v, want %v", rec.ClaimedAt, t0)
+	}
+	if want := t0.Add(3 * time.Minute); !rec.LeaseExpiresAt.Equal(want) {
+		t.Errorf("LeaseExpiresAt = %v, want %v", rec.LeaseExpiresAt, want)
+	}
+}
+
+func TestTakeoverDoesNotExtendTTL(t *testing.T) {
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{TTL: time.Hour, Now: clock.Now})
+	mustClaim(t, s, "", key(1), "m", time.Minute)
+	clock.Advance(59 * time.Minute)
+	if c := mustClaim(t, s, "", key(1), "m", time.Minute); c.Status != idempotency.Claimed {
+		t.Fatalf("takeover: %v", c.Status)
+	}
+	clock.Advance(time.Minute)
+	// Past the TTL the key is absent, so another message claims it.
+	if c := mustClaim(t, s, "", key(1), "other", time.Minute); c.Status != idempotency.Claimed {
+		t.Errorf("claim after TTL: %v, want claimed", c.Status)
+	}
+}
+
+func TestReplyIsCopied(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	c := mustClaim(t, s, "", key(1), "m", time.Minute)
+	reply := []byte(`{"messageId":"r"}`)
+	if err := s.Bind(ctx, "", key(1), c.Token, idempotency.Binding{Reply: reply}); err != nil {
+		t.Fatal(err)
+	}
+	reply[0] = 'X'
+	rec, _, _ := s.Lookup(ctx, "", key(1))
+	if string(rec.Reply) != `{"messageId":"r"}` {
+		t.Fatalf("stored reply changed with the caller's slice: %s", rec.Reply)
+	}
+	rec.Reply[0] = 'Y'
+	again := mustClaim(t, s, "", key(1), "m", time.Minute)
+	if string(again.Record.Reply) != `{"messageId":"r"}` {
+		t.Fatalf("stored reply changed with a returned slice: %s", again.Record.Reply)
+	}
+}
+
+func TestBindAddsReplyToTask(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	c := mustClaim(t, s, "", key(1), "m", time.Minute)
+	task := idempotency.Binding{TaskID: "t1"}
+	both := idempotency.Binding{TaskID: "t1", Reply: []byte(`{}`)}
+	steps := []struct {
+		b    idempotency.Binding
+		want error
+	}{
+		{task, nil},
+		{task, nil},
+		{idempotency.Binding{TaskID: "t2"}, idempotency.ErrAlreadyBound},
+		{idempotency.Binding{Reply: []byte(`{}`)}, idempotency.ErrAlreadyBound},
+		{both, nil},
+		{both, nil},
+		{idempotency.Binding{TaskID: "t1", Reply: []byte(`{"x":1}`)}, idempotency.ErrAlreadyBound},
+		{task, idempotency.ErrAlreadyBound},
+	}
+	for i, st := range steps {
+		err := s.Bind(ctx, "", key(1), c.Token, st.b)
+		if (st.want == nil) != (err == nil) || (st.want != nil && !errors.Is(err, st.want)) {
+			t.Errorf("step %d: Bind(%q, %q) = %v, want %v", i, st.b.TaskID, st.b.Reply, err, st.want)
+		}
+	}
+	rec, _, _ := s.Lookup(ctx, "", key(1))
+	if rec.TaskID != "t1" || !bytes.Equal(rec.Reply, []byte(`{}`)) {
+		t.Errorf("record = %q, %q; want t1, {}", rec.TaskID, rec.Reply)
+	}
+}
+
+func TestTokensUnique(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	seen := make(map[idempotency.Token]bool)
+	for i := range 5000 {
+		c := mustClaim(t, s, "", key(i%100), fmt.Sprint("m", i), time.Minute)
+		if c.Status != idempotency.Claimed {
+			t.Fatalf("claim %d: %v", i, c.Status)
+		}
+		if c.Token == 0 || seen[c.Token] {
+			t.Fatalf("claim %d: token %d is zero or repeated", i, c.Token)
+		}
+		seen[c.Token] = true
+		if err := s.Release(context.Background(), "", key(i%100), c.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{MaxKeysPerScope: 3})
+	var tokens []idempotency.Token
+	for i := range 3 {
+		tokens = append(tokens, mustClaim(t, s, "a", key(i), "m", time.Minute).Token)
+	}
+	_, err := s.Claim(ctx, "a", key(3), "m", time.Minute)
+	if !errors.Is(err, idempotency.ErrFull) {
+		t.Fatalf("fourth claim: %v, want ErrFull", err)
+	}
+	if got := capacity(t, s, "a"); got != (idempotency.Capacity{Held: 3, Limit: 3}) {
+		t.Errorf("Capacity = %+v, want 3 of 3", got)
+	}
+	// A full scope still answers retries of the keys it holds, and other scopes are
+	// unaffected.
+	if c := mustClaim(t, s, "a", key(0), "m", time.Minute); c.Status != idempotency.HeldBySameMessage {
+		t.Errorf("retry in full scope: %v", c.Status)
+	}
+	if c := mustClaim(t, s, "b", key(3), "m", time.Minute); c.Status != idempotency.Claimed {
+		t.Errorf("claim in other scope: %v", c.Status)
+	}
+	// Releasing frees a place.
+	if err := s.Release(ctx, "a", key(0), tokens[0]); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustClaim(t, s, "a", key(3), "m", time.Minute); c.Status != idempotency.Claimed {
+		t.Errorf("claim after release: %v", c.Status)
+	}
+	if got := capacity(t, s, "a").Held; got != 3 {
+		t.Errorf("Held = %d, want 3", got)
+	}
+}
+
+func TestCapacityDropsExpiredFirst(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2, Now: clock.Now})
+	c := mustClaim(t, s, "", key(0), "m", time.Minute)
+	if err := s.Bind(ctx, "", key(0), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Minute)
+	mustClaim(t, s, "", key(1), "m", time.Hour)
+	clock.Advance(30 * time.Minute) // key 0 expires; key 1 is pending with its lease running
+	if c := mustClaim(t, s, "", key(2), "m", time.Minute); c.Status != idempotency.Claimed {
+		t.Fatalf("claim in full scope with an expired key: %v", c.Status)
+	}
+	if _, ok, _ := s.Lookup(ctx, "", key(1)); !ok {
+		t.Error("the pending key was dropped")
+	}
+	if got := capacity(t, s, "").Held; got != 2 {
+		t.Errorf("Held = %d, want 2", got)
+	}
+}
+
+func TestCapacityNeverEvictsHeldKeys(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2, Now: clock.Now})
+	mustClaim(t, s, "", key(0), "m0", time.Second) // abandoned: its lease will end
+	c := mustClaim(t, s, "", key(1), "m1", time.Second)
+	if err := s.Bind(ctx, "", key(1), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(59 * time.Minute)
+	if _, err := s.Claim(ctx, "", key(2), "m2", time.Minute); !errors.Is(err, idempotency.ErrFull) {
+		t.Fatalf("claim in a full scope: %v, want ErrFull", err)
+	}
+	for i, msg := range []string{"m0", "m1"} {
+		if _, ok, _ := s.Lookup(ctx, "", key(i)); !ok {
+			t.Errorf("key %d was evicted", i)
+		}
+		if c := mustClaim(t, s, "", key(i), msg, time.Minute); c.Status == idempotency.HeldByOtherMessage {
+			t.Errorf("key %d: %v", i, c.Status)
+		}
+	}
+}
+
+// TestCapacityExactUnderConcurrency races claims of distinct keys in one scope, and
+// checks that exactly the limit succeed, and that claims and releases racing with them
+// keep the count exact.
+func TestCapacityExactUnderConcurrency(t *testing.T) {
+	const limit, workers, perWorker = 100, 8, 50
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{MaxKeysPerScope: limit})
+	type result struct {
+		claimed, full int
+		err           error
+	}
+	results := make(chan result, workers)
+	for w := range workers {
+		go func() {
+			var r result
+			for i := range perWorker {
+				c, err := s.Claim(ctx, "", key(w*perWorker+i), "m", time.Minute)
+				switch {
+				case errors.Is(err, idempotency.ErrFull):
+					r.full++
+				case err != nil:
+					r.err = err
+				case c.Status == idempotency.Claimed:
+					r.claimed++
+				}
+			}
+			results <- r
+		}()
+	}
+	claimed, full := 0, 0
+	for range workers {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		claimed, full = claimed+r.claimed, full+r.full
+	}
+	if claimed != limit || full != workers*perWorker-limit {
+		t.Errorf("claimed %d, full %d; want %d, %d", claimed, full, limit, workers*perWorker-limit)
+	}
+	if got := capacity(t, s, "").Held; got != limit {
+		t.Errorf("Held = %d, want %d", got, limit)
+	}
+
+	// Churn: each worker claims its own keys and releases every other one.
+	const rounds = 200
+	s = memstore.New(memstore.Options{MaxKeysPerScope: workers * rounds})
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range rounds {
+				k := key(1_000_000 + w*rounds + i)
+				c, err := s.Claim(ctx, "churn", k, "m", time.Minute)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 {
+					if err := s.Release(ctx, "churn", k, c.Token); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := capacity(t, s, "churn").Held, workers*rounds/2; got != want {
+		t.Errorf("after churn Held = %d, want %d", got, want)
+	}
+}
+
+func TestPurgeExpired(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{TTL: 24 * time.Hour, Now: clock.Now})
+	for i := range 25 {
+		c := mustClaim(t, s, "", key(i), "m", time.Minute)
+		if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustClaim(t, s, "", key(100), "m", 48*time.Hour) // pending, lease running: never purged
+	mustClaim(t, s, "", key(101), "m", time.Minute)  // pending, lease ended: purged
+	clock.Advance(50 * time.Minute)
+	mustClaim(t, s, "", key(200), "m", time.Minute) // young
+	clock.Advance(10 * time.Minute)
+
+	policy := idempotency.RetentionPolicy{KeyMaxAge: 30 * time.Minute, BatchSize: 10, MaxBatches: 2}
+	check := func(p idempotency.RetentionPolicy, want idempotency.PurgeReport, held int) {
+		t.Helper()
+		got, err := s.PurgeExpired(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PurgeExpired(%+v) = %+v, want %+v", p, got, want)
+		}
+		if c := capacity(t, s, "").Held; c != held {
+			t.Errorf("Held = %d, want %d", c, held)
+		}
+	}
+	check(idempotency.RetentionPolicy{KeyMaxAge: -1}, idempotency.PurgeReport{Complete: true}, 28)
+	check(idempotency.RetentionPolicy{KeyMaxAge: 30 * time.Minute, TerminalTaskRetention: 2 * time.Hour},
+		idempotency.PurgeReport{Complete: true}, 28)
+	check(policy, idempotency.PurgeReport{KeysDeleted: 20, Batches: 2}, 8)
+	policy.MaxBatches = 0
+	check(policy, idempotency.PurgeReport{KeysDeleted: 6, Batches: 1, Complete: true}, 2)
+	check(policy, idempotency.PurgeReport{Complete: true}, 2)
+
+	if _, ok, _ := s.Lookup(ctx, "", key(100)); !ok {
+		t.Error("purge deleted a pending claim whose lease is running")
+	}
+	if _, ok, _ := s.Lookup(ctx, "", key(200)); !ok {
+		t.Error("purge deleted a young key")
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.PurgeExpired(cancelled, idempotency.RetentionPolicy{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("PurgeExpired with a cancelled ctx: %v", err)
+	}
+}
+
+func TestPurgeReportCompleteOnExactBatches(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{Now: clock.Now})
+	for i := range 20 {
+		c := mustClaim(t, s, "", key(i), "m", time.Minute)
+		if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour)
+	got, err := s.PurgeExpired(ctx, idempotency.RetentionPolicy{KeyMaxAge: time.Minute, BatchSize: 10, MaxBatches: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (idempotency.PurgeReport{KeysDeleted: 20, Batches: 2, Complete: true}); got != want {
+		t.Errorf("PurgeExpired = %+v, want %+v", got, want)
+	}
+}
+
+func TestPurgeDeletesKeysPastTTL(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{TTL: time.Hour, Now: clock.Now})
+	mustClaim(t, s, "", key(0), "m", time.Minute)
+	clock.Advance(time.Hour)
+	got, err := s.PurgeExpired(ctx, idempotency.RetentionPolicy{}) // 24 h: older than the TTL
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.KeysDeleted != 1 || capacity(t, s, "").Held != 0 {
+		t.Errorf("PurgeExpired = %+v, Held %d; want the key past the TTL deleted", got, capacity(t, s, "").Held)
+	}
+}
