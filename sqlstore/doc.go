@@ -1,0 +1,85 @@
+// Package sqlstore is an [idempotency.KeyIndex] on SQLite or PostgreSQL, through
+// github.com/jmoiron/sqlx. Several processes (replicas of one server) may share one
+// database: claims are decided by single SQL statements, never in Go, so concurrent
+// claims of one key resolve to exactly one winner across every process.
+//
+// The package imports no database driver. Open the database with the driver of your
+// choice, create the [Store] with [New], and create its table once with
+// [Store.Migrate]:
+//
+//	db, err := sqlx.Open("pgx", "postgres://app@db/app")        // or "postgres" (lib/pq)
+//	db, err := sqlx.Open("sqlite3", "file:keys.db?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate")
+//	store, err := sqlstore.New(db, sqlstore.Options{})
+//	err = store.Migrate(ctx)
+//
+// The dialect is taken from the driver name ("sqlite3" is SQLite; "postgres", "pgx"
+// and "pgx/v5" are PostgreSQL) or set with [Options.Dialect].
+//
+// # Schema
+//
+// [Store.Migrate] creates one table (default [DefaultTable]) and one index:
+//
+//	scope            TEXT    NOT NULL  -- the key's scope (the A2A tenant by default)
+//	key              TEXT    NOT NULL  -- the idempotency key; PRIMARY KEY (scope, key)
+//	message_id       TEXT    NOT NULL  -- the message that claimed the key
+//	task_id          TEXT    NULL      -- the bound task id, NULL until bound
+//	reply            BYTEA / BLOB NULL -- the bound Message reply (A2A JSON), verbatim
+//	token            BIGINT  NOT NULL  -- the fencing token, a uint64 stored bit for bit
+//	claimed_at       TIMESTAMPTZ / INTEGER NOT NULL -- first claim
+//	lease_expires_at TIMESTAMPTZ / INTEGER NOT NULL -- when a pending claim may be taken over
+//	INDEX <table>_claimed_at_idx ON (claimed_at)  -- for the retention sweep
+//
+// On SQLite the two times are integers counting microseconds since the Unix epoch. The
+// table has no foreign key to any task table, and nothing deletes a key when its task
+// is deleted: a retry of a send whose task is gone must find the key and learn that the
+// task is gone rather than run the agent again. Keys leave the table only by
+// [Store.Release] of a pending claim, by a claim replacing a key past its time to live,
+// or by [Store.PurgeExpired].
+//
+// # Statements
+//
+// A keyed first send costs two statements: the claim, one INSERT … ON CONFLICT DO
+// UPDATE … WHERE whose WHERE clause admits only a key past its time to live or an
+// abandoned claim of the same message, and the bind, one UPDATE guarded by the fencing
+// token. A retry costs the claim and one SELECT. Release is one DELETE guarded by the
+// token. When a guarded statement changes nothing, one SELECT tells the caller why.
+// Fencing tokens are 63 random bits from crypto/rand, so that tokens are unique across
+// every process sharing the table without coordination.
+//
+// # Clocks
+//
+// Every time the store writes or compares (claim time, lease end, time-to-live and
+// sweep cutoffs) comes from one clock. When [Options.Now] is nil that is the database's
+// clock, read inside each statement (PostgreSQL's now(), the start of the statement's
+// transaction; SQLite's julianday('now'), the clock of the host running the process,
+// to the millisecond), so replicas whose own clocks disagree still agree on leases.
+// When Options.Now is set, its value, truncated to the microsecond, is passed as a
+// statement parameter instead; every process sharing the table must then use clocks
+// that agree. Tests set it to move time.
+//
+// # SQLite
+//
+// SQLite serializes writers with a lock on the database file. Each store statement is
+// a single autocommit statement, which SQLite retries while the file is locked for as
+// long as the busy timeout allows; without a busy timeout a statement fails at once
+// with SQLITE_BUSY ("database is locked") whenever another connection or process is
+// writing. A failed statement changed nothing and its error is returned, so a claim
+// that met a busy database fails closed and the middleware answers 503. Open SQLite
+// files with
+//
+//	file:keys.db?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate
+//
+// WAL lets readers (Lookup) run beside the writer; _busy_timeout (milliseconds) makes
+// writers queue instead of failing; _txlock=immediate makes the transactions of other
+// code sharing the handle take the write lock up front, which avoids deadlocks that the
+// busy timeout cannot resolve. Several *sqlx.DB handles, in one process or several, may
+// open the same file. Do not put the file on a network file system. An in-memory
+// database (":memory:") is private to one connection: call db.SetMaxOpenConns(1).
+//
+// # Retention
+//
+// Keys past the store's time to live ([Options.TTL]) count as absent in every method
+// but stay in the table until [Store.PurgeExpired] deletes them, in short batches that
+// each lock only the rows they delete. Call it from a timer or a cron job; several
+// replicas may call it at once.
+package sqlstore

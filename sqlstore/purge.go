@@ -1,0 +1,70 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/a2akit/idempotency"
+)
+
+// PurgeExpired implements [idempotency.Sweeper]: it deletes the keys whose first claim
+// is at least policy.EffectiveKeyMaxAge() old, and the keys past the store's TTL (which
+// already count as absent), except pending claims whose lease is still running. When
+// the policy disables the key sweep (a negative KeyMaxAge), it deletes nothing and
+// reports a complete sweep.
+//
+// Each batch is one short DELETE of at most policy.EffectiveBatchSize() rows, picked
+// through the claimed_at index, so the table is never locked for long and claims go on
+// between batches. Age and lease are judged by the store's clock (see the package
+// documentation, "Clocks"), read anew by each batch. A policy age shorter than the
+// store's TTL deletes keys that would still have deduplicated a retry.
+//
+// The report counts the batches that deleted at least one key, and the keys deleted by
+// this call. The sweep is complete when a batch deleted fewer rows than the batch size.
+// When policy.MaxBatches stops it, one more SELECT tells whether any key was left, so
+// Complete is accurate either way. ctx is checked between batches: when it ends, the
+// report so far is returned with ctx's error.
+//
+// Several processes may sweep at once. On PostgreSQL a batch skips rows that another
+// sweep has locked (FOR UPDATE SKIP LOCKED), so concurrent sweeps share the work, and a
+// sweep may report Complete while another is still deleting the rows it skipped. On
+// SQLite, batches from several processes queue on the write lock.
+func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPolicy) (idempotency.PurgeReport, error) {
+	var r idempotency.PurgeReport
+	age, ok := policy.EffectiveKeyMaxAge()
+	if !ok {
+		r.Complete = true
+		return r, nil
+	}
+	ageMicros := min(age, s.ttl).Microseconds()
+	size := policy.EffectiveBatchSize()
+	for {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("sqlstore: purge: %w", err)
+		}
+		if policy.MaxBatches > 0 && r.Batches >= policy.MaxBatches {
+			var left bool
+			if err := s.db.QueryRowContext(ctx, s.q.purgeLeft, s.args(ageMicros)...).Scan(&left); err != nil {
+				return r, s.fail(ctx, "purge: count what is left", err)
+			}
+			r.Complete = !left
+			return r, nil
+		}
+		res, err := s.db.ExecContext(ctx, s.q.purge, s.args(ageMicros, size)...)
+		if err != nil {
+			return r, s.fail(ctx, "purge", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return r, s.fail(ctx, "purge", err)
+		}
+		if n > 0 {
+			r.Batches++
+			r.KeysDeleted += n
+		}
+		if n < int64(size) {
+			r.Complete = true
+			return r, nil
+		}
+	}
+}

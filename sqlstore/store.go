@@ -1,0 +1,379 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/a2akit/idempotency"
+)
+
+// DefaultTable is the table a [Store] uses unless [Options.Table] names another.
+const DefaultTable = "a2a_idempotency_keys"
+
+// Options configure a [Store]. The zero value works: every field has a default.
+type Options struct {
+	// Table is the key table, optionally schema-qualified ("keys" or "app.keys"); default
+	// [DefaultTable]. Each part is 1 to 48 ASCII letters, digits and '_', not starting
+	// with a digit. Names are quoted in SQL, so they are used exactly as given, case
+	// included. The schema must exist; [Store.Migrate] creates only the table.
+	Table string
+
+	// Dialect is the SQL dialect; by default it is detected from the driver name of the
+	// *sqlx.DB. Set it when the driver is registered under another name.
+	Dialect Dialect
+
+	// TTL is a key's time to live, counted from its first claim; default
+	// [idempotency.DefaultKeyMaxAge] (24 hours). A key past it counts as absent, and the
+	// next claim replaces it. It must be at least a microsecond.
+	TTL time.Duration
+
+	// Now, when set, is the clock of every time the store writes or compares, passed to
+	// the database as statement parameters. When nil, the database's clock is used
+	// inside the statements. See the package documentation, "Clocks".
+	Now func() time.Time
+}
+
+// Store is an [idempotency.KeyIndex] and [idempotency.Sweeper] on a SQL table. Create it
+// with [New]; it is safe for concurrent use, and any number of Stores, in one process
+// or many, may share one table.
+type Store struct {
+	db      *sqlx.DB
+	dialect Dialect
+	table   tableName
+	ttl     time.Duration
+	now     func() time.Time
+	q       queries
+}
+
+var (
+	_ idempotency.KeyIndex = (*Store)(nil)
+	_ idempotency.Sweeper  = (*Store)(nil)
+)
+
+// New returns a Store on db, which must stay open while the Store is used. It checks
+// opts and builds the store's SQL, but does not touch the database: call
+// [Store.Migrate] to create the table. An unknown driver name with no explicit
+// [Options.Dialect], a malformed table name, or a TTL below a microsecond is an error.
+func New(db *sqlx.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlstore: nil *sqlx.DB")
+	}
+	d := opts.Dialect
+	switch d {
+	case DetectDialect:
+		var ok bool
+		if d, ok = dialectOf(db.DriverName()); !ok {
+			return nil, fmt.Errorf("sqlstore: cannot tell the SQL dialect of driver %q: set Options.Dialect", db.DriverName())
+		}
+	case SQLite, PostgreSQL:
+	default:
+		return nil, fmt.Errorf("sqlstore: unknown %v", d)
+	}
+	name := opts.Table
+	if name == "" {
+		name = DefaultTable
+	}
+	table, err := parseTableName(name)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
+	ttl := opts.TTL
+	switch {
+	case ttl == 0:
+		ttl = idempotency.DefaultKeyMaxAge
+	case ttl < time.Microsecond:
+		return nil, fmt.Errorf("sqlstore: TTL %v is below a microsecond", ttl)
+	}
+	return &Store{
+		db:      db,
+		dialect: d,
+		table:   table,
+		ttl:     ttl,
+		now:     opts.Now,
+		q:       buildQueries(d, table, ttl, opts.Now != nil),
+	}, nil
+}
+
+// Dialect returns the SQL dialect the store speaks.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Table returns the name of the key table, as configured.
+func (s *Store) Table() string { return s.table.String() }
+
+// maxClaimAttempts bounds how often Claim retries when the key changed between its
+// statements (released, expired or abandoned just then).
+const maxClaimAttempts = 8
+
+// Claim implements [idempotency.KeyIndex.Claim].
+//
+// The claim is one INSERT … ON CONFLICT DO UPDATE … WHERE statement: it inserts a
+// pending claim, replaces a key past its time to live, or takes over a pending claim
+// of the same message whose lease has ended, and affects no row otherwise. The
+// database decides, under its row lock, so concurrent claims from any number of
+// processes have exactly one winner. When it affected no row, one SELECT reads the
+// holder. When that SELECT finds no live holder, or finds an abandoned claim of the
+// same message, the key changed between the two statements (released, expired, or its
+// lease ended just then), and Claim starts over with a new token, a few times at most;
+// it never reports [idempotency.Claimed] for a claim its own statement did not make.
+// Lease is rounded up to a whole microsecond.
+func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
+	if err := idempotency.ValidateKey(key); err != nil {
+		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w: %w", idempotency.ErrInvalidArgument, err)
+	}
+	if messageID == "" {
+		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w: empty message id", idempotency.ErrInvalidArgument)
+	}
+	if lease <= 0 {
+		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
+	}
+	leaseMicros := (lease + time.Microsecond - 1).Microseconds()
+	for range maxClaimAttempts {
+		token := newToken()
+		res, err := s.db.ExecContext(ctx, s.q.claim, s.args(scope, key, messageID, int64(token), leaseMicros)...)
+		if err != nil {
+			return idempotency.Claim{}, s.fail(ctx, "claim", err)
+		}
+		switch n, err := res.RowsAffected(); {
+		case err != nil:
+			return idempotency.Claim{}, s.fail(ctx, "claim", err)
+		case n == 1:
+			return idempotency.Claim{Status: idempotency.Claimed, Token: token}, nil
+		case n != 0:
+			return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: the claim statement affected %d rows", n)
+		}
+		rec, leaseEnded, found, err := s.read(ctx, scope, key)
+		switch {
+		case err != nil:
+			return idempotency.Claim{}, s.fail(ctx, "claim: read holder", err)
+		case !found:
+			continue // released or expired since the claim statement
+		case rec.MessageID != messageID:
+			return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, nil
+		case rec.Pending() && leaseEnded:
+			continue // the lease ended since the claim statement
+		}
+		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: rec}, nil
+	}
+	return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: the key changed under %d claim attempts in a row", maxClaimAttempts)
+}
+
+// Bind implements [idempotency.KeyIndex.Bind].
+//
+// The bind is one UPDATE whose WHERE clause checks the token, that the key is live,
+// and that the binding is allowed (the key is pending, or bound to b.TaskID alone and
+// b adds a Reply). When it affects no row, one SELECT tells why: no live key, or
+// another token, is [idempotency.ErrNotOwner]; the same token with exactly b already
+// bound is success (binding is idempotent); the same token with something else bound
+// is [idempotency.ErrAlreadyBound]. An empty Reply counts as none.
+func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
+	if err := checkTokenArgs(key, token); err != nil {
+		return fmt.Errorf("sqlstore: bind: %w", err)
+	}
+	if b.TaskID == "" && len(b.Reply) == 0 {
+		return fmt.Errorf("sqlstore: bind: %w: the binding has neither a task id nor a reply", idempotency.ErrInvalidArgument)
+	}
+	taskID, reply := nullable(b)
+	res, err := s.db.ExecContext(ctx, s.q.bind, s.args(scope, key, int64(token), taskID, reply)...)
+	if err != nil {
+		return s.fail(ctx, "bind", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return s.fail(ctx, "bind", err)
+	case n == 1:
+		return nil
+	case n != 0:
+		return fmt.Errorf("sqlstore: bind: the bind statement affected %d rows", n)
+	}
+	o, found, err := s.owner(ctx, scope, key)
+	switch {
+	case err != nil:
+		return s.fail(ctx, "bind: read owner", err)
+	case !found || o.token != token:
+		return fmt.Errorf("sqlstore: bind: %w", idempotency.ErrNotOwner)
+	case o.taskID == b.TaskID && bytes.Equal(o.reply, b.Reply):
+		return nil
+	case o.taskID == "" && o.reply == nil:
+		// Still pending under this token, yet the UPDATE did not match: only a clock
+		// that went backwards gets here.
+		return errors.New("sqlstore: bind: the key changed while binding")
+	}
+	return fmt.Errorf("sqlstore: bind: %w", idempotency.ErrAlreadyBound)
+}
+
+// Release implements [idempotency.KeyIndex.Release].
+//
+// The release is one DELETE of the row that is pending under token. When it deletes
+// nothing, one SELECT tells why: no live key (never claimed, already released, past
+// its time to live), or a key bound under token, returns nil; a live key under another
+// token, pending or bound, is [idempotency.ErrNotOwner].
+func (s *Store) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
+	if err := checkTokenArgs(key, token); err != nil {
+		return fmt.Errorf("sqlstore: release: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, s.q.release, scope, key, int64(token))
+	if err != nil {
+		return s.fail(ctx, "release", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return s.fail(ctx, "release", err)
+	case n == 1:
+		return nil
+	case n != 0:
+		return fmt.Errorf("sqlstore: release: the release statement affected %d rows", n)
+	}
+	o, found, err := s.owner(ctx, scope, key)
+	switch {
+	case err != nil:
+		return s.fail(ctx, "release: read owner", err)
+	case !found:
+		return nil
+	case o.token != token:
+		return fmt.Errorf("sqlstore: release: %w", idempotency.ErrNotOwner)
+	case o.taskID == "" && o.reply == nil:
+		return errors.New("sqlstore: release: the key changed while releasing")
+	}
+	return nil // bound: never released
+}
+
+// Lookup implements [idempotency.KeyIndex.Lookup] with one SELECT.
+func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
+	if err := idempotency.ValidateKey(key); err != nil {
+		return idempotency.Record{}, false, fmt.Errorf("sqlstore: lookup: %w: %w", idempotency.ErrInvalidArgument, err)
+	}
+	rec, _, found, err := s.read(ctx, scope, key)
+	if err != nil {
+		return idempotency.Record{}, false, s.fail(ctx, "lookup", err)
+	}
+	return rec, found, nil
+}
+
+// read returns the live row of (scope, key), and whether its lease has ended.
+func (s *Store) read(ctx context.Context, scope, key string) (rec idempotency.Record, leaseEnded, found bool, err error) {
+	var (
+		taskID              sql.NullString
+		claimedAt, leaseEnd timeValue
+	)
+	err = s.db.QueryRowContext(ctx, s.q.read, s.args(scope, key)...).
+		Scan(&rec.MessageID, &taskID, &rec.Reply, &claimedAt, &leaseEnd, &leaseEnded)
+	if errors.Is(err, sql.ErrNoRows) {
+		return idempotency.Record{}, false, false, nil
+	}
+	if err != nil {
+		return idempotency.Record{}, false, false, err
+	}
+	rec.TaskID = taskID.String
+	if len(rec.Reply) == 0 {
+		rec.Reply = nil
+	}
+	rec.ClaimedAt, rec.LeaseExpiresAt = claimedAt.Time, leaseEnd.Time
+	return rec, leaseEnded, true, nil
+}
+
+type ownerRow struct {
+	token  idempotency.Token
+	taskID string
+	reply  []byte
+}
+
+// owner returns the token and binding of the live row of (scope, key).
+func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found bool, err error) {
+	var (
+		token  int64
+		taskID sql.NullString
+	)
+	err = s.db.QueryRowContext(ctx, s.q.owner, s.args(scope, key)...).Scan(&token, &taskID, &o.reply)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ownerRow{}, false, nil
+	}
+	if err != nil {
+		return ownerRow{}, false, err
+	}
+	o.token, o.taskID = idempotency.Token(uint64(token)), taskID.String
+	if len(o.reply) == 0 {
+		o.reply = nil
+	}
+	return o, true, nil
+}
+
+// args returns the statement arguments a, followed by the current time when the store
+// runs on the Go clock.
+func (s *Store) args(a ...any) []any {
+	if s.now == nil {
+		return a
+	}
+	now := s.now().Truncate(time.Microsecond)
+	if s.dialect == SQLite {
+		return append(a, now.UnixMicro())
+	}
+	return append(a, now.UTC())
+}
+
+// fail wraps a database error with the operation, and with ctx's error when ctx ended
+// (drivers report a cancelled statement in their own words), so that errors.Is finds
+// context.DeadlineExceeded or context.Canceled.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("sqlstore: %s: %w (%w)", op, err, cerr)
+	}
+	return fmt.Errorf("sqlstore: %s: %w", op, err)
+}
+
+func checkTokenArgs(key string, token idempotency.Token) error {
+	if err := idempotency.ValidateKey(key); err != nil {
+		return fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
+	}
+	if token == 0 {
+		return fmt.Errorf("%w: zero token", idempotency.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// nullable returns b's fields as statement arguments, NULL when unset.
+func nullable(b idempotency.Binding) (taskID, reply any) {
+	if b.TaskID != "" {
+		taskID = b.TaskID
+	}
+	if len(b.Reply) > 0 {
+		reply = b.Reply
+	}
+	return taskID, reply
+}
+
+// newToken returns a fencing token of 63 random bits, never zero. Random tokens are
+// unique across processes without coordination; 63 bits keep the stored BIGINT
+// positive, which reads better in the table.
+func newToken() idempotency.Token {
+	var b [8]byte
+	for {
+		rand.Read(b[:]) // never fails; see crypto/rand.Read
+		if t := binary.LittleEndian.Uint64(b[:]) >> 1; t != 0 {
+			return idempotency.Token(t)
+		}
+	}
+}
+
+// timeValue scans a stored time: a time.Time (PostgreSQL) or microseconds since the
+// Unix epoch (SQLite).
+type timeValue struct{ time.Time }
+
+func (v *timeValue) Scan(src any) error {
+	switch x := src.(type) {
+	case time.Time:
+		v.Time = x.UTC()
+	case int64:
+		v.Time = time.UnixMicro(x).UTC()
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T into a time", src)
+	}
+	return nil
+}
