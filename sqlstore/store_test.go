@@ -47,6 +47,7 @@ func testTwoPoolsOneWinner(t *testing.T, db *database) {
 		second bool
 	}
 	results := make(chan result, keys*claimers)
+	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range claimers {
 		wg.Go(func() {
@@ -54,12 +55,15 @@ func testTwoPoolsOneWinner(t *testing.T, db *database) {
 			if g%2 == 1 {
 				s = b
 			}
-			for k := range keys {
+			<-start
+			for i := range keys {
+				k := (i + g) % keys // start on different keys, so that both pools win some
 				c, err := s.Claim(context.Background(), "", key(k), "m-"+key(k), lease)
 				results <- result{key: k, claim: c, err: err, second: g%2 == 1}
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	close(results)
 	won := make(map[int]int)

@@ -1,0 +1,127 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore"
+)
+
+// countingConnector opens connections of a real driver that count the statements they
+// run.
+type countingConnector struct {
+	driver driver.Driver
+	dsn    string
+	n      atomic.Int64
+}
+
+func (c *countingConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.driver.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: conn, n: &c.n}, nil
+}
+
+func (c *countingConnector) Driver() driver.Driver { return c.driver }
+
+type countingConn struct {
+	driver.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := c.Conn.(driver.ExecerContext)
+	if !ok {
+		return nil, errors.New("counting driver: the driver has no ExecContext")
+	}
+	c.n.Add(1)
+	return e.ExecContext(ctx, query, args)
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := c.Conn.(driver.QueryerContext)
+	if !ok {
+		return nil, errors.New("counting driver: the driver has no QueryContext")
+	}
+	c.n.Add(1)
+	return q.QueryContext(ctx, query, args)
+}
+
+func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return nil, errors.New("counting driver: statements are not prepared")
+}
+
+func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+// testStatementCount checks, on a real database, how many statements each path runs.
+func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, table string) {
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	s, err := sqlstore.New(sqlx.NewDb(db, "counting"), sqlstore.Options{Dialect: d, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counted := func(name string, want int64, f func() error) {
+		t.Helper()
+		c.n.Store(0)
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := c.n.Load(); n != want {
+			t.Errorf("%s ran %d statements, want %d", name, n, want)
+		}
+	}
+	var token idempotency.Token
+	counted("keyed first send (claim and bind)", 2, func() error {
+		c, err := s.Claim(ctx, "", key(1), "m1", lease)
+		if err != nil || c.Status != idempotency.Claimed {
+			return errors.Join(err, errors.New("not claimed"))
+		}
+		token = c.Token
+		return s.Bind(ctx, "", key(1), c.Token, idempotency.Binding{TaskID: "t1"})
+	})
+	counted("retry (claim and read)", 2, func() error {
+		c, err := s.Claim(ctx, "", key(1), "m1", lease)
+		if err == nil && (c.Status != idempotency.HeldBySameMessage || c.Record.TaskID != "t1") {
+			err = errors.New("the retry did not find the bound task")
+		}
+		return err
+	})
+	counted("lookup", 1, func() error {
+		_, ok, err := s.Lookup(ctx, "", key(1))
+		if err == nil && !ok {
+			err = errors.New("not found")
+		}
+		return err
+	})
+	counted("idempotent bind (update and read)", 2, func() error {
+		return s.Bind(ctx, "", key(1), token, idempotency.Binding{TaskID: "t1"})
+	})
+	counted("failed send (claim and release)", 2, func() error {
+		c, err := s.Claim(ctx, "", key(2), "m2", lease)
+		if err != nil {
+			return err
+		}
+		return s.Release(ctx, "", key(2), c.Token)
+	})
+}
+
+func TestPostgresStatementCount(t *testing.T) {
+	db := openPostgres(t, "postgres")
+	testStatementCount(t, sqlstore.PostgreSQL, &countingConnector{driver: &pq.Driver{}, dsn: postgresDSN(t)}, db.prefix+"keys")
+}
