@@ -1,0 +1,47 @@
+// Package adapter integrates the kit with the official Go A2A SDK,
+// github.com/a2aproject/a2a-go/v2 (written against v2.4.0), on the server side.
+//
+// In front of an opaque server the middleware learns a task's id only from the
+// response, and a blocking SendMessage answers when the task is finished: a retry
+// during a long run finds the key in flight with nothing to show. a2a-go generates the
+// task id before the agent starts and hands the request context to the executor, so
+// this package binds the key to the task before the agent's first step:
+//
+//   - [Executor] wraps an a2asrv.AgentExecutor. Before the agent runs it binds the
+//     claim the middleware put in the request context ([middleware.ClaimedSendFrom])
+//     to [a2asrv.ExecutorContext].TaskID, and refuses to run the agent when that
+//     fails. When the agent answers with a Message instead of a task, it records the
+//     Message before a2a-go sees it, so that a retry gets the same Message even when
+//     the first response never reached the client.
+//   - [FollowUpBinder] is an a2asrv.CallInterceptor that binds a follow-up send (a
+//     message that names an existing task) as soon as the request arrives, so that a
+//     failed binding is reported to the client as an error and leaves the task alone.
+//   - [TaskReader] reads tasks from an a2a-go taskstore.Store for the middleware's
+//     replays ([middleware.Options].Tasks), instead of a GetTask round trip through
+//     the HTTP handler.
+//   - [SetMessageKey], [MessageKey] and [NewKey] put keys on and read them from
+//     *a2a.Message, and [DeclareExtension] declares the extension on an agent card
+//     before it is signed.
+//
+// Wiring, with the middleware in front of the a2a-go transports:
+//
+//	index := memstore.New(memstore.Options{})
+//	exec := adapter.NewExecutor(agent, adapter.Options{})
+//	handler := a2asrv.NewHandler(exec,
+//		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+//	mux := http.NewServeMux()
+//	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
+//	idem, err := middleware.New(index, middleware.Options{})
+//	...
+//	http.ListenAndServe(addr, idem(mux))
+//
+// The hooks only see the middleware's claim when the request context reaches the
+// executor, which a2a-go v2.4.0 guarantees in its default (local) mode: the executor
+// runs on context.WithoutCancel of the request context. In cluster mode
+// (a2asrv.WithClusterMode) the context crosses a work queue through a ContextCodec and
+// the claim does not survive; the hooks then do nothing, and the middleware binds the
+// key from the response as it does in front of any other server.
+//
+// The client side (attaching keys and retrying ambiguous failures with a2aclient) is
+// in package keyedclient.
+package adapter

@@ -1,0 +1,177 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// Options configure [NewExecutor] and [NewFollowUpBinder]. The zero value works.
+type Options struct {
+	// Logger receives the adapter's logs; default slog.Default(). Keys are logged
+	// redacted ([idempotency.RedactKey]).
+	Logger *slog.Logger
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// ErrNotBound is wrapped by the error that [Executor] and [FollowUpBinder] return when
+// the middleware's claim could not be bound to the task (the claim was taken over
+// after its lease ended, or the index failed), and the agent therefore did not run.
+// The error also wraps the cause (for example [idempotency.ErrNotOwner]); compare with
+// errors.Is. Its text is what a2a-go sends the client, and never includes the cause,
+// which may describe the index's storage.
+var ErrNotBound = errors.New("the idempotency key of this send could not be bound to its task, " +
+	"so the agent did not run; retry the send with the same key and message")
+
+// notBoundError is the error of a failed binding: the text of ErrNotBound, and both
+// ErrNotBound and the cause in its chain.
+type notBoundError struct{ cause error }
+
+func (e *notBoundError) Error() string   { return ErrNotBound.Error() }
+func (e *notBoundError) Unwrap() []error { return []error{ErrNotBound, e.cause} }
+
+// errOtherMessage is the cause when a claim in the context names another message than
+// the one being executed, which only a broken context chain can produce.
+var errOtherMessage = errors.New("adapter: the claim in the request context belongs to another message")
+
+// Executor is an a2asrv.AgentExecutor that binds the middleware's claim to the task
+// before the wrapped agent runs. Create it with [NewExecutor] and pass it to
+// a2asrv.NewHandler in place of the agent. It is safe for concurrent use.
+//
+// For a keyed first send (the request context carries a [middleware.ClaimedSend]),
+// Execute does, in order:
+//
+//  1. Bind the key to [a2asrv.ExecutorContext].TaskID: the id a2a-go generated for a
+//     new task, or the existing task's id for a follow-up (a message that names a
+//     task). From then on a retry gets the task at once, in whatever state it has
+//     reached, even while a long blocking send is still running. Binding happens
+//     after a2a-go has accepted the message and after every
+//     a2asrv.ExecutorContextInterceptor has run, so a send that a2a-go or an
+//     interceptor refuses leaves the claim unbound, and the middleware releases it.
+//  2. When the binding fails, the agent does not run: Execute yields an error wrapping
+//     [ErrNotBound] and the cause. For a new task, a2a-go answers the send with that
+//     error (a JSON-RPC internal error, or HTTP 500) and creates no task; the middleware
+//     then releases the claim if it still owns it, so an identical retry runs normally
+//     (or, after a takeover, is answered by the new owner). For a follow-up, a2a-go
+//     v2.4.0 turns any executor error on an existing task into a FAILED task; install
+//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go loads
+//     the task.
+//  3. Run the agent. When its first event is an *a2a.Message (the agent answered
+//     without creating a task), record the Message as the key's reply (the binding
+//     keeps the task id and gains the Message as A2A JSON) before passing the event on,
+//     so that a retry gets the same Message even when the first response was lost. A
+//     failure to record it is logged and the Message is still passed on: the client
+//     that is waiting gets its answer, and a retry finds the key bound to a task that
+//     never existed (TaskNotFound) rather than running the agent again. A follow-up's
+//     Message reply is not recorded: a2a-go refuses a Message on an existing task
+//     (the task fails), and a retry gets that task.
+//
+// Unkeyed sends, retries (the middleware answers them without forwarding) and
+// cancellations are passed to the agent untouched. The claim is found only through
+// the request context, so the middleware must be in front of the a2a-go transport
+// handlers and the handler must run in local (not cluster) mode.
+//
+// Why a wrapped executor and not an a2asrv.ExecutorContextInterceptor: an interceptor
+// runs before the agent but cannot see the agent's events, which the Message reply
+// needs. Executor composes with interceptors: a2asrv.WithExecutorContextInterceptor
+// appends to the handler's list (its doc comment says "overrides", but v2.4.0 appends,
+// and installs no default interceptor; a2asrv.ReferencedTasksLoader must be added
+// explicitly either way).
+type Executor struct {
+	agent  a2asrv.AgentExecutor
+	logger *slog.Logger
+}
+
+var (
+	_ a2asrv.AgentExecutor         = (*Executor)(nil)
+	_ a2asrv.AgentExecutionCleaner = (*Executor)(nil)
+)
+
+// NewExecutor returns an [Executor] that runs agent. agent must not be nil.
+func NewExecutor(agent a2asrv.AgentExecutor, opts Options) *Executor {
+	return &Executor{agent: agent, logger: opts.logger()}
+}
+
+// Execute implements a2asrv.AgentExecutor; see [Executor] for what it adds.
+func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	claim, ok := middleware.ClaimedSendFrom(ctx)
+	if !ok || execCtx.Message == nil {
+		return e.agent.Execute(ctx, execCtx)
+	}
+	return func(yield func(a2a.Event, error) bool) {
+		binding := idempotency.Binding{TaskID: string(execCtx.TaskID)}
+		if err := bindClaim(ctx, e.logger, claim, execCtx.Message, binding); err != nil {
+			yield(nil, err)
+			return
+		}
+		first := true
+		for event, err := range e.agent.Execute(ctx, execCtx) {
+			if first {
+				first = false
+				if msg, ok := event.(*a2a.Message); ok && err == nil && execCtx.StoredTask == nil {
+					e.recordReply(ctx, claim, execCtx.TaskID, msg)
+				}
+			}
+			if !yield(event, err) {
+				return
+			}
+		}
+	}
+}
+
+// recordReply binds the agent's Message reply to the claim. A failure is logged only:
+// the Message is passed on either way.
+func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSend, taskID a2a.TaskID, msg *a2a.Message) {
+	reply, err := json.Marshal(msg)
+	if err == nil {
+		err = claim.Bind(ctx, idempotency.Binding{TaskID: string(taskID), Reply: reply})
+	}
+	if err != nil {
+		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; a retry of this send will get TaskNotFound",
+			"scope", claim.Scope(), "key", idempotency.RedactKey(claim.Key()), "task_id", taskID, "error", err)
+	}
+}
+
+// Cancel implements a2asrv.AgentExecutor: it passes the cancellation to the agent.
+func (e *Executor) Cancel(ctx context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return e.agent.Cancel(ctx, execCtx)
+}
+
+// Cleanup implements a2asrv.AgentExecutionCleaner: it calls the agent's Cleanup when
+// the agent implements a2asrv.AgentExecutionCleaner, and does nothing otherwise. When
+// the binding failed, err wraps [ErrNotBound].
+func (e *Executor) Cleanup(ctx context.Context, execCtx *a2asrv.ExecutorContext, result a2a.SendMessageResult, err error) {
+	if c, ok := e.agent.(a2asrv.AgentExecutionCleaner); ok {
+		c.Cleanup(ctx, execCtx, result, err)
+	}
+}
+
+// bindClaim binds claim for msg, and returns an error wrapping ErrNotBound when that
+// fails.
+func bindClaim(ctx context.Context, logger *slog.Logger, claim *middleware.ClaimedSend, msg *a2a.Message, b idempotency.Binding) error {
+	err := errOtherMessage
+	if claim.MessageID() == msg.ID {
+		err = claim.Bind(ctx, b)
+	}
+	if err != nil {
+		logger.WarnContext(ctx, "adapter: idempotency key not bound; the agent will not run",
+			"scope", claim.Scope(), "key", idempotency.RedactKey(claim.Key()), "task_id", b.TaskID, "error", err)
+		return &notBoundError{cause: fmt.Errorf("bind task %s: %w", b.TaskID, err)}
+	}
+	return nil
+}
