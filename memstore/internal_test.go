@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 	"unsafe"
@@ -16,7 +17,7 @@ func keysInShard(s *Store, scope string, i, n int) []string {
 	for j := 0; len(keys) < n; j++ {
 		k := fmt.Sprintf("shard-key-%012d", j)
 		b, _ := appendMapKey(nil, scope, k)
-		if s.shard(b) == &s.shards[i] {
+		if s.shard(maphash.Bytes(s.seed, b)) == &s.shards[i] {
 			keys = append(keys, k)
 		}
 	}
@@ -30,7 +31,7 @@ func (c *stepClock) Now() time.Time { return c.t }
 func (sh *shard) size() (keys, fifo int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return len(sh.keys), len(sh.fifo) - sh.head
+	return sh.n, len(sh.fifo) - sh.head
 }
 
 func claim(t *testing.T, s *Store, scope, key, msg string) idempotency.Token {

@@ -66,7 +66,7 @@ func (p *purge) purgeable(e *entry) bool {
 	if cutoff > p.now || e.claimedAt > cutoff { // young, or the subtraction overflowed
 		return false
 	}
-	return e.bound != "" || p.now >= e.leaseEnd
+	return !e.pending() || p.now >= e.leaseEnd
 }
 
 // purgeBatch deletes up to p.size keys, and reports whether more are left to delete.
@@ -75,17 +75,18 @@ func (s *Store) purgeBatch(p *purge) (deleted int64, more bool) {
 		sh := &s.shards[p.shard]
 		sh.mu.Lock()
 		n := deleted
-		for _, e := range sh.keys {
+		sh.each(func(h uint64, e *entry) bool {
 			if !p.purgeable(e) {
-				continue
+				return true
 			}
 			if deleted == p.size {
 				more = true
-				break
+				return false
 			}
-			s.remove(sh, e)
+			s.remove(sh, h, e)
 			deleted++
-		}
+			return true
+		})
 		if deleted > n {
 			sh.compact()
 		}

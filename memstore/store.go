@@ -1,16 +1,13 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"hash/maphash"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/a2akit/idempotency"
 )
@@ -45,10 +42,10 @@ type Options struct {
 // [idempotency.Sweeper] and [idempotency.CapacityReporter]. Create it with [New]; it
 // is safe for concurrent use, starts no goroutine and needs no Close.
 type Store struct {
-	ttl   int64 // nanoseconds
-	limit int64 // keys per scope; 0 means no bound
-	now   func() time.Time
-	base  time.Time // the clock's reading at New; the store keeps times as nanoseconds since base
+	ttl   int64            // nanoseconds
+	limit int64            // keys per scope; 0 means no bound
+	now   func() time.Time // nil: time.Since(base)
+	base  time.Time        // the clock's reading at New; the store keeps times as nanoseconds since base
 	seed  maphash.Seed
 
 	scopes sync.Map // scope string → *scopeCount
@@ -63,15 +60,12 @@ var (
 )
 
 const (
-	shardBits = 8
-	numShards = 1 << shardBits
-
 	// popsPerClaim is how many of the oldest entries of its shard a Claim examines for
 	// expiry. More than one, so that expired keys drain faster than claims add keys.
 	popsPerClaim = 4
 
-	// maxFieldLen bounds the scope and task id lengths, which entries record in 32 bits.
-	maxFieldLen = math.MaxUint32 - idempotency.MaxKeyLength - 1
+	// maxTextLen bounds the length of an entry's text, which entries index in 32 bits.
+	maxTextLen = math.MaxUint32
 )
 
 // New returns an empty Store configured by opts.
@@ -90,62 +84,17 @@ func New(opts Options) *Store {
 	case opts.MaxKeysPerScope > 0:
 		s.limit = int64(opts.MaxKeysPerScope)
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.now != nil {
+		s.base = s.now()
+	} else {
+		s.base = time.Now()
 	}
-	s.base = s.now()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.id = uint64(i)
-		sh.keys = make(map[string]*entry)
+		sh.keys = make(map[uint64]*entry)
 	}
 	return s
-}
-
-// entry is one held key. Its token is zero once it has left its shard's map (released,
-// expired or purged); the shard's FIFO may still point to it until it is popped.
-type entry struct {
-	// text is key + "\x00" + scope + messageID in one allocation. The map key is
-	// text[:keyLen]; keys cannot contain a NUL byte, so the first NUL ends the key.
-	text string
-	// bound is the bound task id followed by the reply JSON, or "" while pending
-	// (a binding is never empty).
-	bound     string
-	claimedAt int64 // nanoseconds since Store.base
-	leaseEnd  int64 // nanoseconds since Store.base; meaningless once bound
-	token     idempotency.Token
-	keyLen    uint32
-	taskLen   uint32 // length of the task id at the start of bound
-}
-
-func (e *entry) mapKey() string    { return e.text[:e.keyLen] }
-func (e *entry) messageID() string { return e.text[e.keyLen:] }
-func (e *entry) taskID() string    { return e.bound[:e.taskLen] }
-func (e *entry) reply() string     { return e.bound[e.taskLen:] }
-
-func (e *entry) scope() string {
-	k := e.mapKey()
-	return k[strings.IndexByte(k, 0)+1:]
-}
-
-// shard is one independently locked part of the store.
-type shard struct {
-	shardState
-	_ [128 - unsafe.Sizeof(shardState{})%128]byte // keep shards on separate cache lines
-}
-
-type shardState struct {
-	mu   sync.Mutex
-	keys map[string]*entry
-	// fifo holds the shard's entries in the order they were claimed, from fifo[head]
-	// on. With a monotonic clock that is the order of claim times, so the expired
-	// entries are at the head; disordered records that the clock went backwards.
-	fifo       []*entry
-	head       int
-	last       int64 // latest claim time pushed to fifo
-	disordered bool
-	id         uint64 // the shard's index, the low bits of its tokens
-	seq        uint64 // tokens issued by this shard
 }
 
 // Claim implements [idempotency.KeyIndex.Claim].
@@ -155,18 +104,20 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: empty message id", idempotency.ErrInvalidArgument)
 	case lease <= 0:
 		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
+	case uint64(len(scope))+uint64(len(messageID)) > maxTextLen-idempotency.MaxKeyLength-1:
+		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: scope and message id too long", idempotency.ErrInvalidArgument)
 	}
 	var buf [keyBufLen]byte
 	k, err := appendMapKey(buf[:0], scope, key)
 	if err != nil {
 		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w", err)
 	}
-	sh := s.shard(k)
+	h := maphash.Bytes(s.seed, k)
 	for retried := false; ; retried = true {
 		if err := ctx.Err(); err != nil {
 			return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w", err)
 		}
-		c, full := s.claim(sh, k, scope, messageID, lease)
+		c, full := s.claim(h, k, scope, messageID, lease)
 		if !full {
 			return c, nil
 		}
@@ -179,17 +130,18 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 
 // claim is Claim under the shard's lock. It reports full, and changes nothing, when
 // the key is absent and its scope has no room.
-func (s *Store) claim(sh *shard, k []byte, scope, messageID string, lease time.Duration) (c idempotency.Claim, full bool) {
+func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Duration) (c idempotency.Claim, full bool) {
+	sh := s.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// Read the clock under the lock, so that the shard's FIFO is in claim-time order.
 	now := s.clock()
-	old := sh.keys[string(k)]
+	old := sh.get(h, k)
 	if old != nil && !s.expired(old, now) {
 		switch {
 		case old.messageID() != messageID:
 			return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, false
-		case old.bound == "" && now >= old.leaseEnd:
+		case old.pending() && now >= old.leaseEnd:
 			// The owner's lease ended: take the claim over, keeping its claim time.
 			old.token = sh.nextToken()
 			old.leaseEnd = addSat(now, lease)
@@ -197,21 +149,23 @@ func (s *Store) claim(sh *shard, k []byte, scope, messageID string, lease time.D
 		}
 		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: s.record(old)}, false
 	}
-	// An expired entry hands its place in the scope's count to its successor.
-	if old == nil && !s.reserve(scope) {
+	if old != nil {
+		// Past its TTL: it hands its place in the scope's count to its successor.
+		sh.del(h, old)
+	} else if !s.reserve(scope) {
 		return idempotency.Claim{}, true
 	}
+	text := string(append(k, messageID...))
 	e := &entry{
-		text:      string(append(k, messageID...)),
+		text:      text,
 		claimedAt: now,
 		leaseEnd:  addSat(now, lease),
 		token:     sh.nextToken(),
 		keyLen:    uint32(len(k)),
+		msgEnd:    uint32(len(text)),
+		taskEnd:   uint32(len(text)),
 	}
-	if old != nil {
-		old.token = 0
-	}
-	sh.keys[e.mapKey()] = e
+	sh.put(h, e)
 	sh.push(e)
 	s.expireHeads(sh, now, popsPerClaim)
 	sh.tidy()
@@ -225,8 +179,6 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 		return fmt.Errorf("memstore: bind: %w: zero token", idempotency.ErrInvalidArgument)
 	case b.TaskID == "" && len(b.Reply) == 0:
 		return fmt.Errorf("memstore: bind: %w: empty binding", idempotency.ErrInvalidArgument)
-	case uint64(len(b.TaskID)) > maxFieldLen:
-		return fmt.Errorf("memstore: bind: %w: task id too long", idempotency.ErrInvalidArgument)
 	}
 	var buf [keyBufLen]byte
 	k, err := appendMapKey(buf[:0], scope, key)
@@ -236,15 +188,16 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: bind: %w", err)
 	}
-	sh := s.shard(k)
+	h := maphash.Bytes(s.seed, k)
+	sh := s.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.keys[string(k)]
+	e := sh.get(h, k)
 	if e == nil || e.token != token || s.expired(e, s.clock()) {
 		return fmt.Errorf("memstore: bind: %w", idempotency.ErrNotOwner)
 	}
 	switch {
-	case e.bound == "":
+	case e.pending():
 	case e.taskID() == b.TaskID && e.reply() == string(b.Reply):
 		return nil
 	case e.taskID() == b.TaskID && e.reply() == "" && b.TaskID != "":
@@ -252,8 +205,18 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	default:
 		return fmt.Errorf("memstore: bind: %w", idempotency.ErrAlreadyBound)
 	}
-	e.bound = b.TaskID + string(b.Reply)
-	e.taskLen = uint32(len(b.TaskID))
+	if uint64(e.msgEnd)+uint64(len(b.TaskID))+uint64(len(b.Reply)) > maxTextLen {
+		return fmt.Errorf("memstore: bind: %w: binding too long", idempotency.ErrInvalidArgument)
+	}
+	// Copy the binding into a new text, so that the key's memory stays one allocation
+	// and no caller's buffer is retained.
+	var t strings.Builder
+	t.Grow(int(e.msgEnd) + len(b.TaskID) + len(b.Reply))
+	t.WriteString(e.text[:e.msgEnd])
+	t.WriteString(b.TaskID)
+	t.Write(b.Reply)
+	e.text = t.String()
+	e.taskEnd = e.msgEnd + uint32(len(b.TaskID))
 	return nil
 }
 
@@ -270,19 +233,20 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: release: %w", err)
 	}
-	sh := s.shard(k)
+	h := maphash.Bytes(s.seed, k)
+	sh := s.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.keys[string(k)]
+	e := sh.get(h, k)
 	switch {
 	case e == nil || s.expired(e, s.clock()):
 		return nil
 	case e.token != token:
 		return fmt.Errorf("memstore: release: %w", idempotency.ErrNotOwner)
-	case e.bound != "":
+	case !e.pending():
 		return nil
 	}
-	s.remove(sh, e)
+	s.remove(sh, h, e)
 	sh.tidy()
 	return nil
 }
@@ -297,10 +261,11 @@ func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Reco
 	if err := ctx.Err(); err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("memstore: lookup: %w", err)
 	}
-	sh := s.shard(k)
+	h := maphash.Bytes(s.seed, k)
+	sh := s.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.keys[string(k)]
+	e := sh.get(h, k)
 	if e == nil || s.expired(e, s.clock()) {
 		return idempotency.Record{}, false, nil
 	}
@@ -329,7 +294,7 @@ func appendMapKey(b []byte, scope, key string) ([]byte, error) {
 	if err := idempotency.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
 	}
-	if uint64(len(scope)) > maxFieldLen {
+	if uint64(len(scope)) > maxTextLen-idempotency.MaxKeyLength-1 {
 		return nil, fmt.Errorf("%w: scope too long", idempotency.ErrInvalidArgument)
 	}
 	b = append(b, key...)
@@ -337,12 +302,16 @@ func appendMapKey(b []byte, scope, key string) ([]byte, error) {
 	return append(b, scope...), nil
 }
 
-func (s *Store) shard(k []byte) *shard {
-	return &s.shards[maphash.Bytes(s.seed, k)&(numShards-1)]
-}
+// shard returns the shard of the map key whose hash is h.
+func (s *Store) shard(h uint64) *shard { return &s.shards[h&(numShards-1)] }
 
 // clock returns the current time in nanoseconds since s.base.
-func (s *Store) clock() int64 { return int64(s.now().Sub(s.base)) }
+func (s *Store) clock() int64 {
+	if s.now == nil {
+		return int64(time.Since(s.base)) // reads only the monotonic clock
+	}
+	return int64(s.now().Sub(s.base))
+}
 
 // time converts nanoseconds since s.base to a time.
 func (s *Store) time(n int64) time.Time { return s.base.Add(time.Duration(n)).Round(0) }
@@ -366,12 +335,12 @@ func (s *Store) record(e *entry) idempotency.Record {
 	return r
 }
 
-// remove deletes e, which is in sh's map, and gives its place in the scope back. The
-// caller holds sh.mu.
-func (s *Store) remove(sh *shard, e *entry) {
-	delete(sh.keys, e.mapKey())
-	e.token = 0
-	s.unreserve(e.scope())
+// remove deletes e, which is in sh under hash h, and gives its place in its scope
+// back. The caller holds sh.mu.
+func (s *Store) remove(sh *shard, h uint64, e *entry) {
+	scope := e.scope()
+	sh.del(h, e)
+	s.unreserve(scope)
 }
 
 // expireHeads pops up to n entries from the head of sh's FIFO that are deleted or
@@ -384,7 +353,7 @@ func (s *Store) expireHeads(sh *shard, now int64, n int) {
 			if !s.expired(e, now) {
 				break
 			}
-			s.remove(sh, e)
+			s.remove(sh, maphash.String(s.seed, e.mapKey()), e)
 		}
 		sh.fifo[sh.head] = nil
 		sh.head++
@@ -400,68 +369,16 @@ func (s *Store) dropExpired() {
 		s.expireHeads(sh, now, -1)
 		if sh.disordered {
 			// Expired entries may hide behind younger ones: scan, then restore order.
-			for _, e := range sh.keys {
+			sh.each(func(h uint64, e *entry) bool {
 				if s.expired(e, now) {
-					s.remove(sh, e)
+					s.remove(sh, h, e)
 				}
-			}
+				return true
+			})
 			sh.rebuild()
 		}
 		sh.tidy()
 		sh.mu.Unlock()
-	}
-}
-
-func (sh *shard) nextToken() idempotency.Token {
-	sh.seq++
-	return idempotency.Token(sh.seq<<shardBits | sh.id)
-}
-
-// push appends e to the FIFO.
-func (sh *shard) push(e *entry) {
-	if e.claimedAt < sh.last {
-		sh.disordered = true
-	}
-	sh.last = max(sh.last, e.claimedAt)
-	sh.fifo = append(sh.fifo, e)
-}
-
-// tidy reclaims FIFO space: the popped prefix once it is half the slice, and deleted
-// entries once they outnumber live ones. Both are amortized O(1) per FIFO entry.
-func (sh *shard) tidy() {
-	switch n := len(sh.fifo) - sh.head; {
-	case n > 2*len(sh.keys)+64:
-		sh.compact()
-	case sh.head > 64 && 2*sh.head >= len(sh.fifo):
-		copy(sh.fifo, sh.fifo[sh.head:])
-		clear(sh.fifo[n:])
-		sh.fifo, sh.head = sh.fifo[:n], 0
-	}
-}
-
-// compact removes deleted entries from the FIFO, keeping the order of the others.
-func (sh *shard) compact() {
-	live := sh.fifo[:0]
-	for _, e := range sh.fifo[sh.head:] {
-		if e.token != 0 {
-			live = append(live, e)
-		}
-	}
-	clear(sh.fifo[len(live):])
-	sh.fifo, sh.head = live, 0
-}
-
-// rebuild refills the FIFO with the live entries in claim-time order.
-func (sh *shard) rebuild() {
-	clear(sh.fifo)
-	sh.fifo, sh.head = sh.fifo[:0], 0
-	for _, e := range sh.keys {
-		sh.fifo = append(sh.fifo, e)
-	}
-	slices.SortFunc(sh.fifo, func(a, b *entry) int { return cmp.Compare(a.claimedAt, b.claimedAt) })
-	sh.disordered = false
-	if n := len(sh.fifo); n > 0 {
-		sh.last = sh.fifo[n-1].claimedAt
 	}
 }
 

@@ -1,0 +1,174 @@
+package memstore
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/a2akit/idempotency"
+)
+
+const (
+	shardBits = 8
+	numShards = 1 << shardBits
+)
+
+// entry is one held key. Its token is zero once it has left its shard (released,
+// expired or purged); the shard's FIFO may still point to it until it is popped.
+//
+// An entry takes 64 bytes and its text one more allocation. With its map slot and
+// FIFO slot, a bound key with a 32-byte key, a short scope and UUID message and task
+// ids takes about 200 bytes.
+type entry struct {
+	// text is, in one allocation, key + "\x00" + scope + messageID, then the bound task
+	// id and reply JSON. The map key is text[:keyLen] (keys cannot contain a NUL byte,
+	// so the first NUL ends the key). The key is pending while the text ends with the
+	// message id: a binding is never empty.
+	text      string
+	next      *entry // the next entry whose map key has the same 64-bit hash
+	claimedAt int64  // nanoseconds since Store.base
+	leaseEnd  int64  // nanoseconds since Store.base; meaningless once bound
+	token     idempotency.Token
+	keyLen    uint32 // end of the map key in text
+	msgEnd    uint32 // end of the message id
+	taskEnd   uint32 // end of the task id, where the reply starts
+}
+
+func (e *entry) mapKey() string    { return e.text[:e.keyLen] }
+func (e *entry) messageID() string { return e.text[e.keyLen:e.msgEnd] }
+func (e *entry) taskID() string    { return e.text[e.msgEnd:e.taskEnd] }
+func (e *entry) reply() string     { return e.text[e.taskEnd:] }
+func (e *entry) pending() bool     { return len(e.text) == int(e.msgEnd) }
+
+func (e *entry) scope() string {
+	k := e.mapKey()
+	return k[strings.IndexByte(k, 0)+1:]
+}
+
+// shard is one independently locked part of the store.
+type shard struct {
+	shardState
+	_ [128 - unsafe.Sizeof(shardState{})%128]byte // keep shards on separate cache lines
+}
+
+type shardState struct {
+	mu sync.Mutex
+	// keys maps the 64-bit seeded hash of a map key to the entries with that hash,
+	// chained through entry.next (almost always one). Keying the map by hash keeps its
+	// slots small and its growth cheap: it never reads the keys' text.
+	keys map[uint64]*entry
+	n    int // entries in keys
+	// fifo holds the shard's entries in the order they were claimed, from fifo[head]
+	// on. With a monotonic clock that is the order of claim times, so the expired
+	// entries are at the head; disordered records that the clock went backwards.
+	fifo       []*entry
+	head       int
+	last       int64 // latest claim time pushed to fifo
+	disordered bool
+	id         uint64 // the shard's index, the low bits of its tokens
+	seq        uint64 // tokens issued by this shard
+}
+
+// get returns the entry for map key k, whose hash is h, or nil.
+func (sh *shard) get(h uint64, k []byte) *entry {
+	for e := sh.keys[h]; e != nil; e = e.next {
+		if e.mapKey() == string(k) {
+			return e
+		}
+	}
+	return nil
+}
+
+// put adds e, whose map key is absent, under hash h.
+func (sh *shard) put(h uint64, e *entry) {
+	e.next = sh.keys[h]
+	sh.keys[h] = e
+	sh.n++
+}
+
+// del removes e, which is present under hash h, and marks it deleted.
+func (sh *shard) del(h uint64, e *entry) {
+	switch p := sh.keys[h]; {
+	case p == e && e.next == nil:
+		delete(sh.keys, h)
+	case p == e:
+		sh.keys[h] = e.next
+	default:
+		for p.next != e {
+			p = p.next
+		}
+		p.next = e.next
+	}
+	e.next, e.token = nil, 0
+	sh.n--
+}
+
+// each calls f for every entry of the shard until f returns false. f may delete the
+// entry it is given.
+func (sh *shard) each(f func(h uint64, e *entry) bool) {
+	for h, e := range sh.keys {
+		for e != nil {
+			next := e.next
+			if !f(h, e) {
+				return
+			}
+			e = next
+		}
+	}
+}
+
+func (sh *shard) nextToken() idempotency.Token {
+	sh.seq++
+	return idempotency.Token(sh.seq<<shardBits | sh.id)
+}
+
+// push appends e to the FIFO.
+func (sh *shard) push(e *entry) {
+	if e.claimedAt < sh.last {
+		sh.disordered = true
+	}
+	sh.last = max(sh.last, e.claimedAt)
+	sh.fifo = append(sh.fifo, e)
+}
+
+// tidy reclaims FIFO space: the popped prefix once it is half the slice, and deleted
+// entries once they outnumber live ones. Both are amortized O(1) per FIFO entry.
+func (sh *shard) tidy() {
+	switch n := len(sh.fifo) - sh.head; {
+	case n > 2*sh.n+64:
+		sh.compact()
+	case sh.head > 64 && 2*sh.head >= len(sh.fifo):
+		copy(sh.fifo, sh.fifo[sh.head:])
+		clear(sh.fifo[n:])
+		sh.fifo, sh.head = sh.fifo[:n], 0
+	}
+}
+
+// compact removes deleted entries from the FIFO, keeping the order of the others.
+func (sh *shard) compact() {
+	live := sh.fifo[:0]
+	for _, e := range sh.fifo[sh.head:] {
+		if e.token != 0 {
+			live = append(live, e)
+		}
+	}
+	clear(sh.fifo[len(live):])
+	sh.fifo, sh.head = live, 0
+}
+
+// rebuild refills the FIFO with the live entries in claim-time order.
+func (sh *shard) rebuild() {
+	clear(sh.fifo)
+	sh.fifo, sh.head = sh.fifo[:0], 0
+	sh.each(func(_ uint64, e *entry) bool {
+		sh.fifo = append(sh.fifo, e)
+		return true
+	})
+	slices.SortFunc(sh.fifo, func(a, b *entry) int { return cmp.Compare(a.claimedAt, b.claimedAt) })
+	sh.disordered = false
+	if n := len(sh.fifo); n > 0 {
+		sh.last = sh.fifo[n-1].claimedAt
+	}
+}
