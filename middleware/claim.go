@@ -23,6 +23,10 @@ type ClaimedSend struct {
 	messageID string
 	token     idempotency.Token
 
+	// notify, when set, is called after each successful Bind; the middleware uses it
+	// to wake the retries of this process that wait for the key.
+	notify func()
+
 	mu      sync.Mutex
 	hooked  bool // Bind was called by code behind the middleware
 	bound   bool
@@ -83,6 +87,9 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		return err
 	}
 	c.bound, c.binding = true, b
+	if c.notify != nil {
+		c.notify()
+	}
 	return nil
 }
 
@@ -94,7 +101,7 @@ func (c *ClaimedSend) Bound() (idempotency.Binding, bool) {
 	return c.binding, c.bound
 }
 
-// hookedOrBound reports whether code behind the middleware called Bind (so it knows
+// state reports whether code behind the middleware called Bind (so it knows
 // whether the agent could have started), and whether the key is bound.
 func (c *ClaimedSend) state() (hooked, bound bool) {
 	c.mu.Lock()

@@ -21,6 +21,8 @@ const (
 	DefaultReplayWait = 2 * time.Second
 	// DefaultMaxBodyBytes bounds the body of a request the middleware reads.
 	DefaultMaxBodyBytes = 10 << 20
+	// DefaultIndexTimeout bounds each call to the index.
+	DefaultIndexTimeout = 5 * time.Second
 )
 
 // Options configure the middleware. The zero value works: every field has a default.
@@ -43,6 +45,11 @@ type Options struct {
 	// MaxBodyBytes bounds the request bodies the middleware reads; larger ones get 413.
 	// Default [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+
+	// IndexTimeout bounds each call to the index, within the request's own deadline;
+	// a call that takes longer fails the keyed send closed (503). Default
+	// [DefaultIndexTimeout].
+	IndexTimeout time.Duration
 
 	// Logger receives the middleware's logs; default slog.Default(). Keys are never
 	// logged in full above debug level.

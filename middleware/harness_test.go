@@ -1,0 +1,511 @@
+package middleware_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// The harness runs a real a2a-go v2.4.0 server behind the middleware, as the wire
+// reference's experiment does: the JSON-RPC handler at /jsonrpc, the HTTP+JSON
+// handler under /rest, the tenant HTTP+JSON handler under /t/{tenant}, and a static
+// agent card. Tests drive it with a2a-go's own client over HTTP.
+
+// The agent's behaviour is chosen by the first word of the message's text:
+//
+//	echo   creates a task, works, adds an artifact, completes
+//	reply  answers with a Message, no task
+//	fail   fails before creating a task on its first run, then behaves as echo
+//	block  creates a task, works, then waits for the gate before completing
+//	hold   waits for the gate before creating anything, then behaves as echo
+type agent struct {
+	gate chan struct{} // block and hold wait for a receive or a close
+
+	mu      sync.Mutex
+	runs    map[string]int // by message id
+	started chan string    // message ids, as runs start (buffered, lossy)
+}
+
+func newAgent() *agent {
+	return &agent{gate: make(chan struct{}), runs: make(map[string]int), started: make(chan string, 1024)}
+}
+
+// runsOf returns how many times the agent ran for message id.
+func (a *agent) runsOf(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runs[id]
+}
+
+func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		a.mu.Lock()
+		a.runs[ec.Message.ID]++
+		n := a.runs[ec.Message.ID]
+		a.mu.Unlock()
+		select {
+		case a.started <- ec.Message.ID:
+		default:
+		}
+		text := ec.Message.Parts[0].Text()
+		word, _, _ := strings.Cut(text, " ")
+		wait := func() bool {
+			select {
+			case <-a.gate:
+				return true
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return false
+			}
+		}
+		switch {
+		case word == "reply":
+			yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("reply to "+text)), nil)
+			return
+		case word == "fail" && n == 1:
+			yield(nil, errors.New("agent failed before creating a task"))
+			return
+		case word == "hold":
+			if !wait() {
+				return
+			}
+		}
+		if ec.StoredTask == nil {
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		if word == "block" && !wait() {
+			return
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// deletableStore is a2a-go's in-memory task store with deletion: a deleted task is
+// not found any more.
+type deletableStore struct {
+	taskstore.Store
+	mu      sync.Mutex
+	deleted map[a2a.TaskID]bool
+}
+
+func (s *deletableStore) delete(id a2a.TaskID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleted[id] = true
+}
+
+func (s *deletableStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
+	s.mu.Lock()
+	gone := s.deleted[id]
+	s.mu.Unlock()
+	if gone {
+		return nil, a2a.ErrTaskNotFound
+	}
+	return s.Store.Get(ctx, id)
+}
+
+// harnessConfig configures a harness; the zero value runs a memstore index.
+type harnessConfig struct {
+	index   idempotency.KeyIndex // nil: a memstore index, unless noIndex
+	noIndex bool
+	opts    middleware.Options // ReplayWait defaults to 300ms here
+	card    http.Handler       // nil: a static a2a-go card
+	inner   http.Handler       // nil: the a2a-go mux
+	record  bool               // record what the wrapped handler received and wrote
+}
+
+type harness struct {
+	t      *testing.T
+	agent  *agent
+	store  *deletableStore
+	index  idempotency.KeyIndex
+	inner  http.Handler // what the middleware wraps
+	srv    *httptest.Server
+	wire   *recordingTransport
+	hc     *http.Client
+	logs   *lockedBuffer
+	innerR *innerRecorder
+
+	mu     sync.Mutex
+	events []middleware.Event
+}
+
+func newHarness(t *testing.T, cfg harnessConfig) *harness {
+	t.Helper()
+	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
+	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
+	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store))
+	mux := http.NewServeMux()
+	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
+	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
+	mux.Handle("/t/", http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", rh)))
+	card := cfg.card
+	if card == nil {
+		card = a2asrv.NewStaticAgentCardHandler(testCard())
+	}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, card)
+	h.inner = mux
+	if cfg.inner != nil {
+		h.inner = cfg.inner
+	}
+	if cfg.record {
+		h.innerR = &innerRecorder{next: h.inner}
+		h.inner = h.innerR
+	}
+	h.index = cfg.index
+	if h.index == nil && !cfg.noIndex {
+		h.index = memstore.New(memstore.Options{})
+	}
+	h.srv = httptest.NewServer(h.middleware(cfg.opts)(h.inner))
+	t.Cleanup(h.srv.Close)
+	t.Cleanup(h.releaseAgents)
+	h.wire = &recordingTransport{base: http.DefaultTransport}
+	h.hc = &http.Client{Transport: h.wire}
+	return h
+}
+
+// middleware returns a middleware over the harness's index, reporting to the
+// harness, with opts (ReplayWait 300ms unless set).
+func (h *harness) middleware(opts middleware.Options) func(http.Handler) http.Handler {
+	h.t.Helper()
+	if opts.ReplayWait == 0 {
+		opts.ReplayWait = 300 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if opts.Observe == nil {
+		opts.Observe = func(e middleware.Event) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.events = append(h.events, e)
+		}
+	}
+	mw, err := middleware.New(h.index, opts)
+	if err != nil {
+		h.t.Fatalf("middleware.New: %v", err)
+	}
+	return mw
+}
+
+// secondServer serves the same server through another middleware over the same
+// index, as a second process would.
+func (h *harness) secondServer(opts middleware.Options) string {
+	srv := httptest.NewServer(h.middleware(opts)(h.inner))
+	h.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// releaseAgents lets every blocked agent go on.
+func (h *harness) releaseAgents() {
+	select {
+	case <-h.agent.gate:
+	default:
+		close(h.agent.gate)
+	}
+}
+
+// outcomes returns the outcomes observed so far.
+func (h *harness) outcomes() []middleware.Outcome {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []middleware.Outcome
+	for _, e := range h.events {
+		out = append(out, e.Outcome)
+	}
+	return out
+}
+
+func (h *harness) lastEvent() middleware.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return middleware.Event{}
+	}
+	return h.events[len(h.events)-1]
+}
+
+func testCard() *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name:               "Echo",
+		Description:        "echo agent",
+		Version:            "1.0.0",
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Capabilities: a2a.AgentCapabilities{Streaming: true, Extensions: []a2a.AgentExtension{
+			{URI: "https://example.com/ext/geo/v1", Description: "geo", Params: map[string]any{"precision": "city"}},
+		}},
+		Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
+	}
+}
+
+// A mode is a binding and whether the send streams.
+type mode struct {
+	binding   string // "JSONRPC" or "HTTP+JSON"
+	streaming bool
+}
+
+var modes = []mode{{"JSONRPC", false}, {"JSONRPC", true}, {"HTTP+JSON", false}, {"HTTP+JSON", true}}
+
+func (m mode) String() string {
+	if m.streaming {
+		return m.binding + "/stream"
+	}
+	return m.binding + "/unary"
+}
+
+// client returns an a2a-go client of the binding, at base (the harness's server when
+// empty), for tenant (none when empty).
+func (h *harness) client(binding, tenant, base string) *a2aclient.Client {
+	h.t.Helper()
+	if base == "" {
+		base = h.srv.URL
+	}
+	var iface *a2a.AgentInterface
+	switch {
+	case binding == "JSONRPC":
+		iface = a2a.NewAgentInterface(base+"/jsonrpc", a2a.TransportProtocolJSONRPC)
+	case tenant != "":
+		iface = a2a.NewAgentInterface(base+"/t", a2a.TransportProtocolHTTPJSON)
+	default:
+		iface = a2a.NewAgentInterface(base+"/rest", a2a.TransportProtocolHTTPJSON)
+	}
+	iface.Tenant = tenant
+	c, err := a2aclient.NewFromEndpoints(context.Background(), []*a2a.AgentInterface{iface},
+		a2aclient.WithJSONRPCTransport(h.hc), a2aclient.WithRESTTransport(h.hc))
+	if err != nil {
+		h.t.Fatalf("a2aclient.NewFromEndpoints: %v", err)
+	}
+	return c
+}
+
+// send sends req through c, streaming or not, and returns what came back: the one
+// result, or every event of the stream until its end or its first error.
+func send(ctx context.Context, c *a2aclient.Client, streaming bool, req *a2a.SendMessageRequest) ([]a2a.Event, error) {
+	if !streaming {
+		res, err := c.SendMessage(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return []a2a.Event{res}, nil
+	}
+	var evs []a2a.Event
+	for ev, err := range c.SendStreamingMessage(ctx, req) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// keyedMessage returns a user message with text, carrying key.
+func keyedMessage(t *testing.T, key, text string) *a2a.Message {
+	t.Helper()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	var err error
+	msg.Metadata, msg.Extensions, err = idempotency.SetKey(msg.Metadata, msg.Extensions, key)
+	if err != nil {
+		t.Fatalf("SetKey: %v", err)
+	}
+	return msg
+}
+
+// taskOf returns the task id an event names, or "".
+func taskOf(ev a2a.Event) a2a.TaskID {
+	if _, ok := ev.(*a2a.Message); ok {
+		return ""
+	}
+	return ev.TaskInfo().TaskID
+}
+
+// finalState returns the state of the task after the events: the last status seen.
+func finalState(evs []a2a.Event) a2a.TaskState {
+	var st a2a.TaskState
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case *a2a.Task:
+			st = e.Status.State
+		case *a2a.TaskStatusUpdateEvent:
+			st = e.Status.State
+		}
+	}
+	return st
+}
+
+// waitState polls the task through c until it reaches state.
+func waitState(t *testing.T, c *a2aclient.Client, id a2a.TaskID, state a2a.TaskState) *a2a.Task {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		task, err := c.GetTask(context.Background(), &a2a.GetTaskRequest{ID: id})
+		if err == nil && task.Status.State == state {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s did not reach %s (last: %v, %v)", id, state, task, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *lockedBuffer) String() string { return string(b.Bytes()) }
+
+// recordingTransport records every exchange of the clients, as the client sent and
+// received it.
+type recordingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	log  []*wireExchange
+}
+
+type wireExchange struct {
+	method, path string
+	reqBody      []byte
+	status       int
+	header       http.Header
+	respBody     *lockedBuffer
+}
+
+func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &lockedBuffer{}}
+	if req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		x.reqBody = body
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	x.status, x.header = resp.StatusCode, resp.Header.Clone()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, x.respBody), resp.Body}
+	rt.mu.Lock()
+	rt.log = append(rt.log, x)
+	rt.mu.Unlock()
+	return resp, nil
+}
+
+// exchanges returns the exchanges recorded so far.
+func (rt *recordingTransport) exchanges() []*wireExchange {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]*wireExchange(nil), rt.log...)
+}
+
+// last returns the last exchange recorded.
+func (rt *recordingTransport) last() *wireExchange {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.log) == 0 {
+		return nil
+	}
+	return rt.log[len(rt.log)-1]
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// innerRecorder records what the wrapped handler received and wrote.
+type innerRecorder struct {
+	next http.Handler
+	mu   sync.Mutex
+	log  []*innerExchange
+}
+
+type innerExchange struct {
+	method, path string
+	reqBody      []byte
+	wrapped      bool // the ResponseWriter was not net/http's own
+	respBody     *lockedBuffer
+}
+
+func (ir *innerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := &innerExchange{method: r.Method, path: r.URL.Path, respBody: &lockedBuffer{}}
+	x.wrapped = !strings.HasPrefix(typeName(w), "*http.")
+	body, _ := io.ReadAll(r.Body)
+	x.reqBody = body
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ir.mu.Lock()
+	ir.log = append(ir.log, x)
+	ir.mu.Unlock()
+	ir.next.ServeHTTP(&teeWriter{ResponseWriter: w, tee: x.respBody}, r)
+}
+
+func (ir *innerRecorder) exchanges() []*innerExchange {
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
+	return append([]*innerExchange(nil), ir.log...)
+}
+
+// teeWriter copies what is written to tee; it flushes and unwraps.
+type teeWriter struct {
+	http.ResponseWriter
+	tee io.Writer
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	w.tee.Write(p)
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *teeWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

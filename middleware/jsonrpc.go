@@ -1,0 +1,219 @@
+package middleware
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// jsonrpcBinding is the JSON-RPC binding of A2A v1.0, as a2a-go's
+// a2asrv.NewJSONRPCHandler serves it: every POST that is not an HTTP+JSON send is a
+// candidate, whatever its path, and the method names the operation.
+type jsonrpcBinding struct{}
+
+// JSON-RPC method names of A2A v1.0.
+const (
+	methodSendMessage          = "SendMessage"
+	methodSendStreamingMessage = "SendStreamingMessage"
+	methodGetTask              = "GetTask"
+	methodSubscribeToTask      = "SubscribeToTask"
+)
+
+// JSON-RPC error codes of A2A v1.0, and the ErrorInfo reasons a2a-go pairs with them.
+const (
+	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
+	codeServerError    = -32000
+	codeTaskNotFound   = -32001
+	codeUnsupported    = -32004
+)
+
+func (jsonrpcBinding) name() string { return "JSONRPC" }
+
+func (jsonrpcBinding) owns(*http.Request) bool { return true }
+
+// rpcRequest mirrors a2a-go's internal/jsonrpc.ServerRequest, which
+// a2asrv.NewJSONRPCHandler decodes the body into with a json.Decoder (so trailing
+// bytes after the first value are ignored). The id is kept raw, to be echoed.
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	ID      json.RawMessage `json:"id"`
+}
+
+func (b jsonrpcBinding) readSend(_ *http.Request, body []byte) (*send, bool) {
+	var req rpcRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+		return nil, false
+	}
+	// a2a-go answers -32600 for an id that is not a string, a number or null, and for
+	// a version other than 2.0, without running anything.
+	if !validID(req.ID) || req.JSONRPC != "2.0" {
+		return nil, false
+	}
+	s := &send{b: b, id: req.ID}
+	switch req.Method {
+	case methodSendMessage:
+	case methodSendStreamingMessage:
+		s.streaming = true
+	default:
+		return nil, false
+	}
+	if s.id == nil {
+		s.id = json.RawMessage("null")
+	}
+	var p sendParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, false
+	}
+	p.fill(s)
+	return s, true
+}
+
+// validID reports whether a raw id is one a2a-go accepts: absent, null, a string or a
+// number.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	switch c := id[0]; {
+	case c == 'n', c == '"', c == '-', '0' <= c && c <= '9':
+		return true
+	}
+	return false
+}
+
+// rpcResponse is the part of a JSON-RPC response the middleware reads.
+type rpcResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (b jsonrpcBinding) sendOutcome(status int, body []byte) outcome {
+	if status != http.StatusOK {
+		return outcome{kind: outcomeFailed}
+	}
+	return b.eventOutcome(body)
+}
+
+func (jsonrpcBinding) eventOutcome(data []byte) outcome {
+	var resp rpcResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return outcome{}
+	}
+	if !isNull(resp.Error) {
+		return outcome{kind: outcomeFailed, fail: &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}}
+	}
+	return streamResponseOutcome(resp.Result)
+}
+
+func (jsonrpcBinding) result(s *send, res result) []byte {
+	return rpcEnvelope(s, "result", streamResponse(res))
+}
+
+func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
+	status := http.StatusOK
+	var errObj []byte
+	if f.kind == failRelayed {
+		errObj = f.raw
+	} else {
+		var code int
+		var reason string
+		switch f.kind {
+		case failInvalidParams:
+			code, reason = codeInvalidParams, "INVALID_PARAMS"
+		case failUnsupported:
+			code, reason = codeUnsupported, "UNSUPPORTED_OPERATION"
+		case failTaskNotFound:
+			code, reason = codeTaskNotFound, "TASK_NOT_FOUND"
+		case failUnavailable:
+			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusServiceUnavailable
+		case failInFlight:
+			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusConflict
+		case failTooLarge:
+			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusRequestEntityTooLarge
+		default: // failUnreadable
+			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusBadRequest
+		}
+		errObj, _ = json.Marshal(rpcError{Code: code, Message: f.message, Data: []errorInfo{newErrorInfo(reason, f)}})
+	}
+	// An error to a streaming request is one SSE event, or the a2a-go client drops
+	// it; an error with its own HTTP status is a plain body, which the client reports
+	// by the status.
+	streaming := s != nil && s.streaming && status == http.StatusOK
+	return status, rpcEnvelope(s, "error", errObj), streaming
+}
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int         `json:"code"`
+	Message string      `json:"message"`
+	Data    []errorInfo `json:"data,omitempty"`
+}
+
+// rpcEnvelope returns a JSON-RPC response to s carrying value (raw JSON) under member.
+func rpcEnvelope(s *send, member string, value []byte) []byte {
+	id := []byte("null")
+	if s != nil && s.id != nil {
+		id = s.id
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(value) + len(id) + 40)
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(id)
+	buf.WriteString(`,"` + member + `":`)
+	buf.Write(value)
+	buf.WriteString("}\n")
+	return buf.Bytes()
+}
+
+func (jsonrpcBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+	params := struct {
+		Tenant        string `json:"tenant,omitempty"`
+		ID            string `json:"id"`
+		HistoryLength *int   `json:"historyLength,omitempty"`
+	}{s.tenant, taskID, s.historyLength}
+	return rpcCall(r, s, methodGetTask, params, "application/json")
+}
+
+func (jsonrpcBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+	var resp rpcResponse
+	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
+		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
+			strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+	}
+	if !isNull(resp.Error) {
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(resp.Error, &e)
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, taskNotFound: e.Code == codeTaskNotFound}
+	}
+	if isNull(resp.Result) {
+		return nil, &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; retry with the same key and message later",
+			retryAfter: defaultRetryAfter}
+	}
+	return resp.Result, nil
+}
+
+func (jsonrpcBinding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+	params := struct {
+		Tenant string `json:"tenant,omitempty"`
+		ID     string `json:"id"`
+	}{s.tenant, taskID}
+	return rpcCall(r, s, methodSubscribeToTask, params, "text/event-stream")
+}
+
+// rpcCall returns a JSON-RPC call of method with params to the URL of r, carrying r's
+// headers and s's id.
+func rpcCall(r *http.Request, s *send, method string, params any, accept string) *http.Request {
+	p, _ := json.Marshal(params)
+	body := bytes.NewBufferString(`{"jsonrpc":"2.0","id":`)
+	body.Write(s.id)
+	body.WriteString(`,"method":"` + method + `","params":`)
+	body.Write(p)
+	body.WriteString("}")
+	return derivedRequest(r, http.MethodPost, *r.URL, body.Bytes(), accept)
+}

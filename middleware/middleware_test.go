@@ -1,0 +1,329 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			key := idempotency.NewKey()
+			msg := keyedMessage(t, key, "echo hello")
+
+			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			id := taskOf(first[0])
+			if id == "" || finalState(first) != a2a.TaskStateCompleted {
+				t.Fatalf("first send: got %d events, task %q, state %q", len(first), id, finalState(first))
+			}
+			if !m.streaming {
+				if n := len(first[0].(*a2a.Task).Artifacts); n != 1 {
+					t.Fatalf("first send: %d artifacts, want 1", n)
+				}
+			}
+			// The retry, and a retry through the other kind of send, get the same
+			// task; the agent does not run again.
+			for _, streaming := range []bool{m.streaming, !m.streaming} {
+				retry, err := send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+				if err != nil {
+					t.Fatalf("retry (streaming=%v): %v", streaming, err)
+				}
+				task, ok := retry[0].(*a2a.Task)
+				if !ok || task.ID != id {
+					t.Fatalf("retry (streaming=%v): first event %#v, want task %s", streaming, retry[0], id)
+				}
+				if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 {
+					t.Fatalf("retry (streaming=%v): state %s with %d artifacts, want the completed task", streaming, task.Status.State, len(task.Artifacts))
+				}
+				if streaming && len(retry) != 1 {
+					t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
+				}
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+			want := []middleware.Outcome{middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed}
+			if got := h.outcomes(); !slices.Equal(got, want) {
+				t.Fatalf("observed %v, want %v", got, want)
+			}
+			if e := h.lastEvent(); e.Binding != m.binding || e.Scope != "" {
+				t.Fatalf("last event %+v: want binding %s, scope \"\"", e, m.binding)
+			}
+		})
+	}
+}
+
+// A blocking retry answers the task as it is now, without waiting for it to finish,
+// with its history shaped by the retry's historyLength.
+func TestRetryAnswersCurrentState(t *testing.T) {
+	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
+		t.Run(b, func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(b, "", "")
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "block until released")
+
+			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			if err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			id := res.(*a2a.Task).ID
+			waitState(t, c, id, a2a.TaskStateWorking)
+
+			// The agent is blocked: a blocking retry still answers at once.
+			retry, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if task := retry.(*a2a.Task); task.ID != id || task.Status.State != a2a.TaskStateWorking {
+				t.Fatalf("retry while running: task %s in %s, want %s working", task.ID, task.Status.State, id)
+			}
+
+			h.releaseAgents()
+			waitState(t, c, id, a2a.TaskStateCompleted)
+			for _, tc := range []struct {
+				historyLength *int
+				history       int
+			}{{nil, 1}, {ptr(0), 0}, {ptr(1), 1}, {ptr(5), 1}} {
+				retry, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: tc.historyLength}})
+				if err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+				task := retry.(*a2a.Task)
+				if task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 {
+					t.Fatalf("retry after completion: task %s in %s with %d artifacts", task.ID, task.Status.State, len(task.Artifacts))
+				}
+				if len(task.History) != tc.history {
+					t.Fatalf("historyLength %v: %d history messages, want %d", deref(tc.historyLength), len(task.History), tc.history)
+				}
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			key := idempotency.NewKey()
+			holder := keyedMessage(t, key, "echo the holder's secret content")
+			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: holder}); err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+
+			other := keyedMessage(t, key, "echo another message")
+			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: other})
+			if !errors.Is(err, a2a.ErrInvalidParams) {
+				t.Fatalf("reused key: events %v, error %v; want ErrInvalidParams", evs, err)
+			}
+			if !strings.Contains(err.Error(), "already held") {
+				t.Fatalf("error %q does not say the key is already held", err)
+			}
+			wire := string(h.wire.last().respBody.Bytes())
+			for _, secret := range []string{holder.ID, "secret", string(taskOfFirst(t, h))} {
+				if strings.Contains(wire, secret) {
+					t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
+				}
+			}
+			if a, b := h.agent.runsOf(holder.ID), h.agent.runsOf(other.ID); a != 1 || b != 0 {
+				t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
+			}
+			if got := h.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.OutcomeClaimed, middleware.OutcomeConflict}) {
+				t.Fatalf("observed %v", got)
+			}
+		})
+	}
+}
+
+// taskOfFirst returns the task id in the first answer the harness's clients got.
+func taskOfFirst(t *testing.T, h *harness) a2a.TaskID {
+	t.Helper()
+	body := string(h.wire.exchanges()[0].respBody.Bytes())
+	_, rest, ok := strings.Cut(body, `"task":{"id":"`)
+	if !ok {
+		t.Fatalf("first answer %q names no task", body)
+	}
+	id, _, _ := strings.Cut(rest, `"`)
+	return a2a.TaskID(id)
+}
+
+func TestMalformedKeysAreRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		value any
+		want  error
+	}{
+		{"too short", "abc", idempotency.ErrKeyTooShort},
+		{"too long", strings.Repeat("a", 256), idempotency.ErrKeyTooLong},
+		{"bad character", "0123456789abcdef 01", idempotency.ErrKeyInvalidCharacter},
+		{"number", 42, idempotency.ErrKeyNotString},
+		{"null", nil, idempotency.ErrKeyNotString},
+		{"object", map[string]any{"key": "0123456789abcdef"}, idempotency.ErrKeyNotString},
+	}
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			for _, tc := range cases {
+				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo "+tc.name))
+				msg.Metadata = map[string]any{idempotency.MetadataKey: tc.value}
+				evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				if !errors.Is(err, a2a.ErrInvalidParams) {
+					t.Fatalf("%s: events %v, error %v; want ErrInvalidParams", tc.name, evs, err)
+				}
+				if !strings.Contains(err.Error(), tc.want.Error()) {
+					t.Fatalf("%s: error %q, want %q", tc.name, err, tc.want)
+				}
+				if n := h.agent.runsOf(msg.ID); n != 0 {
+					t.Fatalf("%s: agent ran %d times", tc.name, n)
+				}
+			}
+			for _, o := range h.outcomes() {
+				if o != middleware.OutcomeRefused {
+					t.Fatalf("observed %v, want only refusals", h.outcomes())
+				}
+			}
+		})
+	}
+}
+
+func TestMessageReplyIsReplayed(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "reply please")
+			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || len(first) != 1 {
+				t.Fatalf("first send: %v, %v", first, err)
+			}
+			reply, ok := first[0].(*a2a.Message)
+			if !ok {
+				t.Fatalf("first send: %#v, want a Message", first[0])
+			}
+			for _, streaming := range []bool{m.streaming, !m.streaming} {
+				retry, err := send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+				if err != nil || len(retry) != 1 {
+					t.Fatalf("retry (streaming=%v): %v, %v", streaming, retry, err)
+				}
+				again, ok := retry[0].(*a2a.Message)
+				if !ok || again.ID != reply.ID || again.Parts[0].Text() != reply.Parts[0].Text() || again.ContextID != reply.ContextID {
+					t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
+				}
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func TestFailureBeforeTaskReleasesKey(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "fail first")
+			if evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
+				t.Fatalf("first send: %v, want an error", evs)
+			}
+			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || taskOf(evs[0]) == "" || finalState(evs) != a2a.TaskStateCompleted {
+				t.Fatalf("identical retry: %v, %v; want a completed task", evs, err)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 2 {
+				t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
+			}
+			want := []middleware.Outcome{middleware.OutcomeReleased, middleware.OutcomeClaimed}
+			if got := h.outcomes(); !slices.Equal(got, want) {
+				t.Fatalf("observed %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "echo to be deleted")
+			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			h.store.delete(taskOf(first[0]))
+			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+func TestSameKeyInTwoTenantsMakesTwoTasks(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{})
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "echo tenants")
+			var ids []a2a.TaskID
+			for _, tenant := range []string{"acme", "globex", "acme"} {
+				evs, err := send(ctx, h.client(m.binding, tenant, ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+				if err != nil {
+					t.Fatalf("tenant %s: %v", tenant, err)
+				}
+				ids = append(ids, taskOf(evs[0]))
+			}
+			if ids[0] == ids[1] || ids[0] != ids[2] {
+				t.Fatalf("tasks %v: want two tasks, the first replayed for its tenant", ids)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 2 {
+				t.Fatalf("agent ran %d times, want 2", n)
+			}
+			scopes := map[string]bool{}
+			h.mu.Lock()
+			for _, e := range h.events {
+				scopes[e.Scope] = true
+			}
+			h.mu.Unlock()
+			if len(scopes) != 2 || !scopes["acme"] || !scopes["globex"] {
+				t.Fatalf("observed scopes %v", scopes)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,70 @@
+package middleware
+
+import (
+	"bytes"
+
+	"github.com/a2akit/idempotency"
+)
+
+// The request types below mirror the fields of a2a-go's a2a.SendMessageRequest,
+// a2a.SendMessageConfig and a2a.Message (a2a/core.go, v2.4.0) that the middleware
+// needs, with the same Go types, the same json tags and the same pointers, and are
+// decoded with encoding/json as a2a-go decodes them. So they read what the server
+// behind reads: keys matched case-insensitively, the last of duplicate keys winning,
+// a repeated object merged into the one before it, JSON null resetting a pointer.
+// Leaving fields out can only make decoding succeed where a2a-go's fails (a bad
+// "parts" value), never the reverse; such a send is refused by the server before
+// anything runs. FuzzRequestReader holds the reader to this.
+
+// sendParams mirrors a2a.SendMessageRequest.
+type sendParams struct {
+	Tenant  string      `json:"tenant,omitempty"`
+	Config  *sendConfig `json:"configuration,omitempty"`
+	Message *message    `json:"message"`
+}
+
+// sendConfig mirrors a2a.SendMessageConfig.
+type sendConfig struct {
+	ReturnImmediately bool `json:"returnImmediately,omitempty"`
+	HistoryLength     *int `json:"historyLength,omitempty"`
+}
+
+// message mirrors a2a.Message.
+type message struct {
+	ID       string         `json:"messageId"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	TaskID   string         `json:"taskId,omitempty"`
+}
+
+// fill copies what the core needs from p into s.
+func (p *sendParams) fill(s *send) {
+	s.tenant = p.Tenant
+	if p.Config != nil {
+		s.historyLength = p.Config.HistoryLength
+		s.returnImmediately = p.Config.ReturnImmediately
+	}
+	if p.Message == nil {
+		return
+	}
+	s.hasMessage = true
+	s.messageID = p.Message.ID
+	s.taskID = p.Message.TaskID
+	key, ok, err := idempotency.KeyOf(p.Message.Metadata)
+	s.keyed = ok || err != nil
+	s.key, s.keyErr = key, err
+}
+
+// keyName is the metadata name of the key, as it appears in a body that spells it
+// without escapes.
+var keyName = []byte(idempotency.MetadataKey)
+
+// mayCarryKey reports whether body can name the idempotency key in a message's
+// metadata. A JSON string can spell the name only literally or with the escapes \u
+// and \/ (the others stand for characters the name does not contain), so a body with
+// neither the literal name nor those escapes carries no key, and the middleware
+// passes it on without parsing it.
+func mayCarryKey(body []byte) bool {
+	return bytes.Contains(body, keyName) ||
+		bytes.Contains(body, []byte(`\u`)) ||
+		bytes.Contains(body, []byte(`\/`))
+}

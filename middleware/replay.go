@@ -1,0 +1,239 @@
+package middleware
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a2akit/idempotency"
+)
+
+// replay answers a retry from what its first attempt produced: the Message reply
+// again, or the task as it is now. Nothing runs.
+func (x *exchange) replay(rec idempotency.Record) {
+	defer x.observe(OutcomeReplayed)
+	if rec.Reply != nil {
+		writeResult(x.w, x.s, result{message: rec.Reply})
+		return
+	}
+	if x.s.streaming {
+		x.replayStream(rec)
+		return
+	}
+	task, f := x.readTask(rec)
+	if f != nil {
+		writeFailure(x.w, x.s.b, x.s, f, true)
+		return
+	}
+	writeResult(x.w, x.s, result{task: task})
+}
+
+// readTask reads the key's task as it is now, with its history shaped by the
+// retry's historyLength. A task that is not found yet while the first attempt may
+// still be creating it (a2a-go stores a task only after the agent's first event,
+// and the adapter binds the key before) is read again until ReplayWait ends.
+func (x *exchange) readTask(rec idempotency.Record) ([]byte, *failure) {
+	m := x.h.m
+	deadline := time.Now().Add(m.opts.ReplayWait)
+	interval := 10 * time.Millisecond
+	for {
+		task, f := x.readTaskOnce(rec.TaskID)
+		if f == nil {
+			return shapeHistory(task, x.s.historyLength), nil
+		}
+		young := time.Since(rec.ClaimedAt) < m.opts.Lease
+		if !f.notFound() || !young || time.Until(deadline) <= 0 {
+			if f.kind == failUnavailable {
+				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry", slog.String("task_id", rec.TaskID), slog.String("error", f.message))
+			}
+			return nil, f
+		}
+		timer := time.NewTimer(min(interval, time.Until(deadline)))
+		select {
+		case <-timer.C:
+		case <-x.r.Context().Done():
+			timer.Stop()
+			return nil, f
+		}
+		interval = min(2*interval, 250*time.Millisecond)
+	}
+}
+
+// readTaskOnce reads task taskID through Options.Tasks, or through the wrapped
+// handler with the retry's own headers, so that the server's authorization applies.
+func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
+	if tr := x.h.m.opts.Tasks; tr != nil {
+		task, err := tr.ReadTask(x.r.Context(), x.r, x.s.tenant, taskID)
+		switch {
+		case errNotFound(err):
+			return nil, &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists: " +
+				err.Error() + "; the agent is not run again for the same key, so send a new message with a fresh key"}
+		case err != nil:
+			return nil, &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read (" +
+				err.Error() + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+		}
+		return task, nil
+	}
+	bw := &bufferWriter{header: make(http.Header)}
+	x.h.next.ServeHTTP(bw, x.s.b.taskRequest(x.r, x.s, taskID))
+	return x.s.b.taskAnswer(bw.code(), bw.buf.Bytes())
+}
+
+// replayStream answers a streaming retry: the task first, then, while the task is
+// still running, its live events, as SubscribeToTask gives them. When the task has
+// finished (a2a-go then refuses the subscription) the answer is the task alone.
+func (x *exchange) replayStream(rec idempotency.Record) {
+	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header)}
+	x.h.next.ServeHTTP(sw, x.s.b.subscribeRequest(x.r, x.s, rec.TaskID))
+	if sw.passing {
+		return
+	}
+	if x.r.Context().Err() != nil {
+		return
+	}
+	task, f := x.readTask(rec)
+	if f != nil {
+		writeFailure(x.w, x.s.b, x.s, f, true)
+		return
+	}
+	writeResult(x.w, x.s, result{task: task})
+}
+
+// subscribeWriter is the ResponseWriter of a synthesized subscription. It holds the
+// answer back until its first event: a task is shaped by the retry's historyLength,
+// framed for the retry and passed on with every later event as it comes; anything
+// else (an error, a non-streamed answer) is dropped, and the retry is answered from
+// a read of the task instead.
+type subscribeWriter struct {
+	x      *exchange
+	w      http.ResponseWriter
+	header http.Header
+
+	wroteHeader bool
+	stream      bool
+	held        []byte
+	scan        eventScanner
+	passing     bool // the first event was passed on; the rest follows it
+	dropping    bool // the subscription failed; its answer is dropped
+	err         error
+}
+
+func (sw *subscribeWriter) Header() http.Header {
+	if sw.passing {
+		return sw.w.Header()
+	}
+	return sw.header
+}
+
+func (sw *subscribeWriter) WriteHeader(code int) {
+	if sw.wroteHeader || code < 200 {
+		return
+	}
+	sw.wroteHeader = true
+	sw.stream = code == http.StatusOK && isEventStream(sw.header)
+	sw.dropping = !sw.stream
+}
+
+func (sw *subscribeWriter) Write(p []byte) (int, error) {
+	if !sw.wroteHeader {
+		sw.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case sw.passing:
+		return sw.w.Write(p)
+	case sw.dropping:
+		return len(p), nil
+	case sw.err != nil:
+		return 0, sw.err
+	}
+	sw.held = append(sw.held, p...)
+	data, end, ok := sw.scan.scan(sw.held, false)
+	if !ok {
+		if len(sw.held) > maxEventBytes {
+			sw.dropping = true
+		}
+		return len(p), nil
+	}
+	x := sw.x
+	out := x.s.b.eventOutcome(data)
+	switch out.kind {
+	case outcomeTask:
+		sw.start(x.s.b.result(x.s, result{task: shapeHistory(out.task, x.s.historyLength)}), sw.held[end:])
+	case outcomeUpdate, outcomeMessage:
+		// Not the task first, as a2a-go always sends it: pass the stream on as it is.
+		sw.start(nil, sw.held)
+	default:
+		sw.dropping = true
+	}
+	sw.held = nil
+	if sw.err != nil {
+		return 0, sw.err
+	}
+	return len(p), nil
+}
+
+// start begins the answer to the retry: the event first (when not nil), then rest.
+func (sw *subscribeWriter) start(first, rest []byte) {
+	sw.passing = true
+	h := sw.w.Header()
+	for k, v := range sw.header {
+		if k != "Content-Length" {
+			h[k] = v
+		}
+	}
+	addExtensionHeader(h)
+	writeEventHeaders(sw.w)
+	if first != nil {
+		if sw.err = writeEvent(sw.w, first); sw.err != nil {
+			return
+		}
+	}
+	if len(rest) > 0 {
+		_, sw.err = sw.w.Write(rest)
+	}
+	flush(sw.w)
+}
+
+func (sw *subscribeWriter) Flush() {
+	if sw.passing {
+		flush(sw.w)
+	}
+}
+
+// Unwrap returns the ResponseWriter of the retry.
+func (sw *subscribeWriter) Unwrap() http.ResponseWriter { return sw.w }
+
+// bufferWriter is a ResponseWriter that keeps the whole answer, for the wrapped
+// handler's answers that the middleware reads before it answers itself.
+type bufferWriter struct {
+	header http.Header
+	status int
+	buf    bytes.Buffer
+}
+
+func (bw *bufferWriter) Header() http.Header { return bw.header }
+
+func (bw *bufferWriter) WriteHeader(code int) {
+	if bw.status == 0 && code >= 200 {
+		bw.status = code
+	}
+}
+
+func (bw *bufferWriter) Write(p []byte) (int, error) {
+	if bw.status == 0 {
+		bw.status = http.StatusOK
+	}
+	return bw.buf.Write(p)
+}
+
+// Flush does nothing: the answer is read when the handler returns.
+func (bw *bufferWriter) Flush() {}
+
+// code returns the status the handler answered with.
+func (bw *bufferWriter) code() int {
+	if bw.status == 0 {
+		return http.StatusOK
+	}
+	return bw.status
+}

@@ -1,0 +1,148 @@
+package middleware
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// restBinding is the HTTP+JSON binding of A2A v1.0, as a2a-go's a2asrv.NewRESTHandler
+// and NewTenantRESTHandler serve it: POST {prefix}/message:send and
+// {prefix}/message:stream, where the prefix is the mount point and the tenant
+// segment, if any.
+type restBinding struct{}
+
+const (
+	restSendSuffix   = "/message:send"
+	restStreamSuffix = "/message:stream"
+)
+
+func (restBinding) name() string { return "HTTP+JSON" }
+
+// owns reports whether r is an HTTP+JSON send. r.URL.Path is already unescaped, so a
+// colon sent as %3A matches too.
+func (restBinding) owns(r *http.Request) bool {
+	return strings.HasSuffix(r.URL.Path, restSendSuffix) || strings.HasSuffix(r.URL.Path, restStreamSuffix)
+}
+
+func (b restBinding) readSend(r *http.Request, body []byte) (*send, bool) {
+	s := &send{b: b}
+	if p, ok := strings.CutSuffix(r.URL.Path, restStreamSuffix); ok {
+		s.streaming, s.prefix = true, p
+	} else {
+		s.prefix = strings.TrimSuffix(r.URL.Path, restSendSuffix)
+	}
+	// a2asrv decodes the body with a json.Decoder, as here, and answers a parse error
+	// without running anything when that fails.
+	var p sendParams
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&p); err != nil {
+		return nil, false
+	}
+	p.fill(s)
+	return s, true
+}
+
+// restError is a google.rpc.Status error body (AIP-193).
+type restError struct {
+	Error restStatus `json:"error"`
+}
+
+type restStatus struct {
+	Code    int         `json:"code"`
+	Status  string      `json:"status"`
+	Message string      `json:"message"`
+	Details []errorInfo `json:"details,omitempty"`
+}
+
+func (restBinding) sendOutcome(status int, body []byte) outcome {
+	if status < 200 || status > 299 {
+		return outcome{kind: outcomeFailed}
+	}
+	return streamResponseOutcome(body)
+}
+
+func (restBinding) eventOutcome(data []byte) outcome {
+	var e struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error != nil {
+		status := e.Error.Code
+		if status < 400 || status > 599 {
+			status = http.StatusInternalServerError
+		}
+		return outcome{kind: outcomeFailed, fail: &failure{kind: failRelayed, status: status, raw: data}}
+	}
+	return streamResponseOutcome(data)
+}
+
+func (restBinding) result(_ *send, res result) []byte {
+	return append(streamResponse(res), '\n')
+}
+
+// failure answers with the HTTP status and a google.rpc.Status body, on message:stream
+// too: a2a-go's client reads any answer but 200 as an error, typed by the ErrorInfo
+// reason, before it looks for events.
+func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) {
+	if f.kind == failRelayed {
+		return f.status, f.raw, false
+	}
+	var status int
+	var code, reason string
+	switch f.kind {
+	case failInvalidParams:
+		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"
+	case failUnsupported:
+		status, code, reason = http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"
+	case failTaskNotFound:
+		status, code, reason = http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"
+	case failUnavailable:
+		status, code, reason = http.StatusServiceUnavailable, "UNAVAILABLE", "SERVER_ERROR"
+	case failInFlight:
+		status, code, reason = http.StatusConflict, "ABORTED", "SERVER_ERROR"
+	case failTooLarge:
+		status, code, reason = http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST"
+	default: // failUnreadable
+		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"
+	}
+	body, _ := json.Marshal(restError{restStatus{Code: status, Status: code, Message: f.message,
+		Details: []errorInfo{newErrorInfo(reason, f)}}})
+	return status, append(body, '\n'), false
+}
+
+func (restBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+	u := *r.URL
+	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID, ""
+	u.RawQuery = ""
+	if s.historyLength != nil {
+		u.RawQuery = "historyLength=" + strconv.Itoa(*s.historyLength)
+	}
+	return derivedRequest(r, http.MethodGet, u, nil, "application/json")
+}
+
+func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+	if status == http.StatusOK {
+		if len(bytes.TrimSpace(body)) == 0 || body[0] != '{' {
+			return nil, &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; retry with the same key and message later",
+				retryAfter: defaultRetryAfter}
+		}
+		return bytes.TrimSpace(body), nil
+	}
+	var e restError
+	if json.Unmarshal(body, &e) != nil || e.Error.Code == 0 {
+		// Not an A2A error: most likely the route is not served at this prefix.
+		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
+			strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+	}
+	return nil, &failure{kind: failRelayed, status: status, raw: body, taskNotFound: status == http.StatusNotFound}
+}
+
+func (restBinding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+	u := *r.URL
+	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID+":subscribe", ""
+	u.RawQuery = ""
+	return derivedRequest(r, http.MethodPost, u, nil, "text/event-stream")
+}
