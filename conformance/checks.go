@@ -1,0 +1,590 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/a2akit/idempotency"
+)
+
+// checks is the suite, in the order Run runs it. Names are stable: store authors
+// select and skip checks by name.
+var checks = []check{
+	// Claim, retry, conflict, lookup.
+	{"ClaimFreeKey", 0, checkClaimFreeKey},
+	{"RetrySameMessagePending", 0, checkRetrySameMessagePending},
+	{"RetrySameMessageBoundTask", 0, checkRetrySameMessageBoundTask},
+	{"RetrySameMessageBoundReply", 0, checkRetrySameMessageBoundReply},
+	{"OtherMessageHeld", 0, checkOtherMessageHeld},
+	{"LookupAbsent", 0, checkLookupAbsent},
+	{"LookupRecord", 0, checkLookupRecord},
+	{"LookupReadOnly", 0, checkLookupReadOnly},
+
+	// Release.
+	{"ReleaseFreesPending", 0, checkReleaseFreesPending},
+	{"ReleaseWrongToken", 0, checkReleaseWrongToken},
+	{"ReleaseBoundIsNoop", 0, checkReleaseBoundIsNoop},
+	{"ReleaseNotHeld", 0, checkReleaseNotHeld},
+	{"ReleasedTokenRefused", 0, checkReleasedTokenRefused},
+	{"TokensUnique", 0, checkTokensUnique},
+
+	// Bind.
+	{"BindWrongToken", 0, checkBindWrongToken},
+	{"BindIdempotent", 0, checkBindIdempotent},
+	{"BindConflict", 0, checkBindConflict},
+	{"BindTaskThenReply", 0, checkBindTaskThenReply},
+	{"BindNotHeld", 0, checkBindNotHeld},
+	{"ReplyNotAliased", 0, checkReplyNotAliased},
+
+	// Leases.
+	{"LeaseHeldBeforeEnd", 0, checkLeaseHeldBeforeEnd},
+	{"LeaseTakeover", 0, checkLeaseTakeover},
+	{"LeaseOtherMessageNoTakeover", 0, checkLeaseOtherMessageNoTakeover},
+	{"LateBindWithoutTakeover", 0, checkLateBindWithoutTakeover},
+	{"BoundKeyNeverTakenOver", 0, checkBoundKeyNeverTakenOver},
+	{"LeaseNotExtendedByReplay", 0, checkLeaseNotExtendedByReplay},
+
+	// Time to live.
+	{"TTLExpiresKey", needTTL, checkTTLExpiresKey},
+	{"TTLNotExtendedByReplay", needTTL, checkTTLNotExtendedByReplay},
+	{"TTLNotExtendedByTakeover", needTTL, checkTTLNotExtendedByTakeover},
+
+	// Concurrency.
+	{"ExactlyOneWinner", 0, checkExactlyOneWinner},
+	{"ExactlyOneWinnerOtherMessages", 0, checkExactlyOneWinnerOtherMessages},
+	{"ExactlyOneTakeover", 0, checkExactlyOneTakeover},
+	{"ExactlyOneWinnerTwoHandles", needHandles, checkExactlyOneWinnerTwoHandles},
+	{"TakeoverFencedAcrossHandles", needHandles, checkTakeoverFencedAcrossHandles},
+
+	// Scopes and tasks.
+	{"ScopeIsolation", 0, checkScopeIsolation},
+	{"ScopeKeyNoCollision", 0, checkScopeKeyNoCollision},
+	{"KeySurvivesTaskDeletion", needTasks, checkKeySurvivesTaskDeletion},
+
+	// Contexts.
+	{"CancelledClaim", 0, checkCancelledClaim},
+	{"CancelledBind", 0, checkCancelledBind},
+	{"CancelledRelease", 0, checkCancelledRelease},
+	{"CancelledLookup", 0, checkCancelledLookup},
+
+	// Invalid input.
+	{"InvalidKey", 0, checkInvalidKey},
+	{"InvalidMessageID", 0, checkInvalidMessageID},
+	{"InvalidLease", 0, checkInvalidLease},
+	{"InvalidToken", 0, checkInvalidToken},
+	{"InvalidBinding", 0, checkInvalidBinding},
+
+	// Optional interfaces.
+	{"HonoursKeys", 0, checkHonoursKeys},
+	{"CapacityCountsClaims", 0, checkCapacityCountsClaims},
+	{"CapacityFull", 0, checkCapacityFull},
+	{"CapacityIgnoresExpired", needTTL, checkCapacityIgnoresExpired},
+	{"SweepDeletesOldKeys", 0, checkSweepDeletesOldKeys},
+	{"SweepKeepsPendingInLease", 0, checkSweepKeepsPendingInLease},
+	{"SweepPolicyAge", 0, checkSweepPolicyAge},
+	{"SweepBatches", 0, checkSweepBatches},
+	{"SweepCancelled", 0, checkSweepCancelled},
+}
+
+// checkClaimFreeKey: a key never claimed is Claimed with a non-zero token, and the
+// claim is then visible, pending, to Lookup.
+func checkClaimFreeKey(e *env) error {
+	key := e.key()
+	if _, err := e.own("", key, msgA, longLease); err != nil {
+		return err
+	}
+	_, err := e.wantHeld("", key, msgA, pending)
+	return err
+}
+
+// checkRetrySameMessagePending: a retry of the same message while the first attempt
+// has bound nothing gets HeldBySameMessage with a pending Record.
+func checkRetrySameMessagePending(e *env) error {
+	key := e.key()
+	if _, err := e.own("", key, msgA, longLease); err != nil {
+		return err
+	}
+	for range 2 {
+		if _, err := e.wantSame("", key, msgA, pending); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRetrySameMessageBoundTask: after Bind to a task, a retry of the same message
+// gets the task id.
+func checkRetrySameMessageBoundTask(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if _, err := e.wantSame("", key, msgA, pending); err != nil {
+		return err
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return err
+	}
+	_, err = e.wantSame("", key, msgA, boundA)
+	return err
+}
+
+// checkRetrySameMessageBoundReply: after Bind to a Message reply, a retry of the same
+// message gets the reply's bytes, verbatim.
+func checkRetrySameMessageBoundReply(e *env) error {
+	key := e.key()
+	if _, err := e.ownBound("", key, msgA, repliedA); err != nil {
+		return err
+	}
+	_, err := e.wantSame("", key, msgA, repliedA)
+	return err
+}
+
+// checkOtherMessageHeld: a different message gets HeldByOtherMessage with an empty
+// Record and no token, whether the key is pending or bound, and its Claim changes
+// nothing.
+func checkOtherMessageHeld(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if err := e.wantOther("", key, msgB); err != nil {
+		return fmt.Errorf("pending key: %w", err)
+	}
+	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+		return err
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return err
+	}
+	if err := e.wantOther("", key, msgB); err != nil {
+		return fmt.Errorf("bound key: %w", err)
+	}
+	_, err = e.wantHeld("", key, msgA, boundA)
+	return err
+}
+
+// checkLookupAbsent: a key never claimed is absent, without error.
+func checkLookupAbsent(e *env) error {
+	return e.wantAbsent("", e.key())
+}
+
+// checkLookupRecord: Lookup returns the claiming message, a claim time, a lease end
+// after it while pending, and then the binding, with the claim time unchanged. A
+// Claim by the same message returns the same Record.
+func checkLookupRecord(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	r1, err := e.wantHeld("", key, msgA, pending)
+	if err != nil {
+		return err
+	}
+	if r1.ClaimedAt.IsZero() {
+		return fmt.Errorf("Lookup(%s) = %s; want ClaimedAt set", where("", key), describeRecord(r1))
+	}
+	if !r1.LeaseExpiresAt.After(r1.ClaimedAt) {
+		return fmt.Errorf("Lookup(%s) of a pending claim = %s; want LeaseExpiresAt after ClaimedAt",
+			where("", key), describeRecord(r1))
+	}
+	c, err := e.wantSame("", key, msgA, pending)
+	if err != nil {
+		return err
+	}
+	if !c.ClaimedAt.Equal(r1.ClaimedAt) {
+		return fmt.Errorf("Claim by the holding message reports ClaimedAt %v, Lookup %v; want the same", c.ClaimedAt, r1.ClaimedAt)
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return err
+	}
+	r2, err := e.wantHeld("", key, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	if !r2.ClaimedAt.Equal(r1.ClaimedAt) {
+		return fmt.Errorf("ClaimedAt changed on Bind from %v to %v; want the time of the first claim", r1.ClaimedAt, r2.ClaimedAt)
+	}
+	return nil
+}
+
+// checkLookupReadOnly: Lookup of an absent key does not create it, and Lookup of a
+// pending claim neither extends its lease nor disturbs its owner.
+func checkLookupReadOnly(e *env) error {
+	absent := e.key()
+	for range 2 {
+		if err := e.wantAbsent("", absent); err != nil {
+			return err
+		}
+	}
+	if _, err := e.own("", absent, msgB, longLease); err != nil {
+		return fmt.Errorf("after Lookup of an absent key: %w", err)
+	}
+
+	key, lease := e.key(), e.lease()
+	start := time.Now()
+	tok, err := e.own("", key, msgA, lease)
+	if err != nil {
+		return err
+	}
+	tl := e.since(start)
+	tl.to(lease - e.margin())
+	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+		return err
+	}
+	tl.to(lease + e.margin())
+	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+		return err
+	}
+	tok2, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return fmt.Errorf("after the lease ended (Lookups must not extend it): %w", err)
+	}
+	if tok2 == tok {
+		return fmt.Errorf("takeover returned the old token %d; want a new one", tok)
+	}
+	return nil
+}
+
+// checkReleaseFreesPending: Release by the owner frees a pending claim: the key is
+// absent, and another message can claim it, with a different token.
+func checkReleaseFreesPending(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if err := e.release("", key, tok); err != nil {
+		return err
+	}
+	if err := e.wantAbsent("", key); err != nil {
+		return fmt.Errorf("after Release: %w", err)
+	}
+	tok2, err := e.own("", key, msgB, longLease)
+	if err != nil {
+		return fmt.Errorf("after Release: %w", err)
+	}
+	if tok2 == tok {
+		return fmt.Errorf("a claim after Release got the released token %d; want a new one", tok)
+	}
+	return nil
+}
+
+// checkReleaseWrongToken: Release under a token that does not own the claim (a real
+// token of another claim, or one never issued) returns ErrNotOwner and changes nothing.
+func checkReleaseWrongToken(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	other, err := e.own("", e.key(), msgA, longLease)
+	if err != nil {
+		return err
+	}
+	for _, wrong := range []idempotency.Token{other, tok ^ 0x5a5a5a5a5a5a} {
+		if wrong == tok || wrong == 0 {
+			continue
+		}
+		err := e.ix.Release(e.ctx, "", key, wrong)
+		if err := wantErr(fmt.Sprintf("Release(%s, token %d) of a claim owned by token %d", where("", key), wrong, tok),
+			err, idempotency.ErrNotOwner); err != nil {
+			return err
+		}
+		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+			return fmt.Errorf("after Release with a wrong token: %w", err)
+		}
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return fmt.Errorf("after Release with a wrong token: %w", err)
+	}
+	return nil
+}
+
+// checkReleaseBoundIsNoop: Release of a bound key by its owner returns nil and
+// changes nothing: the key stays bound, replays still see the task, another message
+// is still refused.
+func checkReleaseBoundIsNoop(e *env) error {
+	key := e.key()
+	tok, err := e.ownBound("", key, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	if err := e.release("", key, tok); err != nil {
+		return fmt.Errorf("of a bound key: %w", err)
+	}
+	if _, err := e.wantHeld("", key, msgA, boundA); err != nil {
+		return fmt.Errorf("after Release of a bound key: %w", err)
+	}
+	if _, err := e.wantSame("", key, msgA, boundA); err != nil {
+		return fmt.Errorf("after Release of a bound key: %w", err)
+	}
+	return e.wantOther("", key, msgB)
+}
+
+// checkReleaseNotHeld: releasing a key never claimed, or already released, returns
+// nil and leaves it absent.
+func checkReleaseNotHeld(e *env) error {
+	never := e.key()
+	if err := e.ix.Release(e.ctx, "", never, 1); err != nil {
+		return fmt.Errorf("Release(%s) of a key never claimed = %w; want nil", where("", never), err)
+	}
+	if err := e.wantAbsent("", never); err != nil {
+		return err
+	}
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	for i := range 2 {
+		if err := e.ix.Release(e.ctx, "", key, tok); err != nil {
+			return fmt.Errorf("Release #%d of a claim (%s) = %w; want nil", i+1, where("", key), err)
+		}
+	}
+	return e.wantAbsent("", key)
+}
+
+// checkReleasedTokenRefused: after a release and a new claim by the same message, the
+// old token no longer owns the key: Bind and Release with it return ErrNotOwner and
+// change nothing.
+func checkReleasedTokenRefused(e *env) error {
+	key := e.key()
+	old, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if err := e.release("", key, old); err != nil {
+		return err
+	}
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return fmt.Errorf("after Release: %w", err)
+	}
+	if tok == old {
+		return fmt.Errorf("a claim after Release got the released token %d; want a new one", tok)
+	}
+	err = e.ix.Bind(e.ctx, "", key, old, boundB)
+	if err := wantErr("Bind with the released token", err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	err = e.ix.Release(e.ctx, "", key, old)
+	if err := wantErr("Release with the released token", err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+		return fmt.Errorf("after Bind and Release with the released token: %w", err)
+	}
+	return e.bind("", key, tok, boundA)
+}
+
+// checkTokensUnique: tokens are unique across keys and across claims of one key.
+func checkTokensUnique(e *env) error {
+	seen := make(map[idempotency.Token]string)
+	note := func(tok idempotency.Token, what string) error {
+		if prev, dup := seen[tok]; dup {
+			return fmt.Errorf("token %d issued twice: for %s and for %s", tok, prev, what)
+		}
+		seen[tok] = what
+		return nil
+	}
+	for i := range 20 {
+		key := e.key()
+		for round := range 3 {
+			tok, err := e.own("", key, msgA, longLease)
+			if err != nil {
+				return err
+			}
+			if err := note(tok, fmt.Sprintf("claim %d of key %d", round+1, i)); err != nil {
+				return err
+			}
+			if err := e.release("", key, tok); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkBindWrongToken: Bind under a token that does not own the claim returns
+// ErrNotOwner and changes nothing; once the key is bound, a wrong token is still
+// refused.
+func checkBindWrongToken(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	other, err := e.own("", e.key(), msgA, longLease)
+	if err != nil {
+		return err
+	}
+	for _, wrong := range []idempotency.Token{other, tok ^ 0x5a5a5a5a5a5a} {
+		if wrong == tok || wrong == 0 {
+			continue
+		}
+		err := e.ix.Bind(e.ctx, "", key, wrong, boundB)
+		if err := wantErr(fmt.Sprintf("Bind(%s, token %d) of a claim owned by token %d", where("", key), wrong, tok),
+			err, idempotency.ErrNotOwner); err != nil {
+			return err
+		}
+		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+			return fmt.Errorf("after Bind with a wrong token: %w", err)
+		}
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return fmt.Errorf("after Bind with a wrong token: %w", err)
+	}
+	// A bound key: the wrong token is refused, whether the index reports that it does
+	// not own the key or that the key is bound to something else.
+	for _, b := range []idempotency.Binding{boundA, boundB} {
+		err := e.ix.Bind(e.ctx, "", key, other, b)
+		if err := wantErr(fmt.Sprintf("Bind(%s, token %d, %s) of a key bound by token %d", where("", key), other, describeBinding(b), tok),
+			err, idempotency.ErrNotOwner, idempotency.ErrAlreadyBound); err != nil {
+			return err
+		}
+	}
+	_, err = e.wantHeld("", key, msgA, boundA)
+	return err
+}
+
+// checkBindIdempotent: binding the same task id, reply bytes, or both, again with the
+// owner's token succeeds and changes nothing.
+func checkBindIdempotent(e *env) error {
+	for _, b := range []idempotency.Binding{boundA, repliedA, {TaskID: taskA, Reply: replyA}} {
+		key := e.key()
+		tok, err := e.ownBound("", key, msgA, b)
+		if err != nil {
+			return err
+		}
+		again := idempotency.Binding{TaskID: b.TaskID, Reply: bytes.Clone(b.Reply)}
+		if err := e.ix.Bind(e.ctx, "", key, tok, again); err != nil {
+			return fmt.Errorf("Bind(%s) again with the same %s = %w; want nil", where("", key), describeBinding(b), err)
+		}
+		if _, err := e.wantHeld("", key, msgA, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBindConflict: binding a bound key to something else, even with the owner's
+// token, returns ErrAlreadyBound and keeps the first binding. The one change allowed,
+// a reply added to a task id, is checked by BindTaskThenReply.
+func checkBindConflict(e *env) error {
+	cases := []struct{ first, second idempotency.Binding }{
+		{boundA, boundB},
+		{boundA, repliedA},
+		{boundA, idempotency.Binding{TaskID: taskB, Reply: replyA}},
+		{repliedA, repliedB},
+		{repliedA, boundA},
+		{repliedA, idempotency.Binding{TaskID: taskA, Reply: replyA}},
+		{idempotency.Binding{TaskID: taskA, Reply: replyA}, idempotency.Binding{TaskID: taskA, Reply: replyB}},
+	}
+	for _, c := range cases {
+		key := e.key()
+		tok, err := e.ownBound("", key, msgA, c.first)
+		if err != nil {
+			return err
+		}
+		err = e.ix.Bind(e.ctx, "", key, tok, c.second)
+		what := fmt.Sprintf("Bind(%s, owner's token, %s) of a key bound to %s", where("", key), describeBinding(c.second), describeBinding(c.first))
+		if err := wantErr(what, err, idempotency.ErrAlreadyBound); err != nil {
+			return err
+		}
+		if _, err := e.wantHeld("", key, msgA, c.first); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBindTaskThenReply: a key bound to a task id alone may later be given a reply
+// with the same task id (the agent answered with a Message after the task id was
+// bound); retries then get both, binding both again succeeds, and neither a different
+// reply nor a different task id is accepted afterwards.
+func checkBindTaskThenReply(e *env) error {
+	key := e.key()
+	tok, err := e.ownBound("", key, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
+	if err := e.bind("", key, tok, both); err != nil {
+		return fmt.Errorf("adding a reply to a key bound to the same task id: %w", err)
+	}
+	if _, err := e.wantSame("", key, msgA, both); err != nil {
+		return err
+	}
+	if err := e.bind("", key, tok, both); err != nil {
+		return fmt.Errorf("again: %w", err)
+	}
+	for _, b := range []idempotency.Binding{{TaskID: taskA, Reply: replyB}, {TaskID: taskB, Reply: replyA}, boundB} {
+		err := e.ix.Bind(e.ctx, "", key, tok, b)
+		what := fmt.Sprintf("Bind(%s, owner's token, %s) of a key bound to %s", where("", key), describeBinding(b), describeBinding(both))
+		if err := wantErr(what, err, idempotency.ErrAlreadyBound); err != nil {
+			return err
+		}
+	}
+	_, err = e.wantHeld("", key, msgA, both)
+	return err
+}
+
+// checkBindNotHeld: Bind of a key never claimed, or released, returns ErrNotOwner and
+// does not create the key.
+func checkBindNotHeld(e *env) error {
+	never := e.key()
+	err := e.ix.Bind(e.ctx, "", never, 1, boundA)
+	if err := wantErr("Bind of a key never claimed", err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	if err := e.wantAbsent("", never); err != nil {
+		return err
+	}
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if err := e.release("", key, tok); err != nil {
+		return err
+	}
+	err = e.ix.Bind(e.ctx, "", key, tok, boundA)
+	if err := wantErr("Bind of a released key", err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	return e.wantAbsent("", key)
+}
+
+// checkReplyNotAliased: the index keeps its own copy of a reply. Changing the slice
+// passed to Bind, or the one a Record returned, does not change what the index holds.
+func checkReplyNotAliased(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	buf := bytes.Clone(replyA)
+	if err := e.bind("", key, tok, idempotency.Binding{Reply: buf}); err != nil {
+		return err
+	}
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	r, err := e.wantHeld("", key, msgA, repliedA)
+	if err != nil {
+		return fmt.Errorf("after the caller changed the slice it passed to Bind: %w", err)
+	}
+	for i := range r.Reply {
+		r.Reply[i] = 'y'
+	}
+	if _, err := e.wantHeld("", key, msgA, repliedA); err != nil {
+		return fmt.Errorf("after the caller changed the Reply of a returned Record: %w", err)
+	}
+	_, err = e.wantSame("", key, msgA, repliedA)
+	return err
+}
