@@ -1,0 +1,282 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2akit/idempotency"
+)
+
+const (
+	refTTL   = 24 * time.Hour
+	refLimit = 100
+)
+
+// refConfig says how to build a Harness around the reference index.
+type refConfig struct {
+	clock   bool // a controllable clock, and the TTL
+	handles bool
+	tasks   bool
+	limit   int
+	// wrap turns the reference index into a broken one; nil keeps it correct.
+	wrap func(*refIndex) idempotency.KeyIndex
+}
+
+// full is the reference harness with every capability.
+var full = refConfig{clock: true, handles: true, tasks: true, limit: refLimit}
+
+func (c refConfig) with(wrap func(*refIndex) idempotency.KeyIndex) refConfig {
+	c.wrap = wrap
+	return c
+}
+
+func (c refConfig) harness(t *testing.T) Harness {
+	var h Harness
+	now := time.Now
+	if c.clock {
+		clock := NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+		now, h.Advance, h.TTL = clock.Now, clock.Advance, refTTL
+	}
+	x := newRefIndex(now, refTTL, c.limit)
+	var ix idempotency.KeyIndex = x
+	if c.wrap != nil {
+		ix = c.wrap(x)
+	}
+	h.Index = ix
+	if c.handles {
+		h.OpenHandle = func() (idempotency.KeyIndex, error) { return handle{ix}, nil }
+	}
+	if c.tasks {
+		tasks := newTaskStore()
+		h.CreateTask = tasks.create
+		h.DeleteTask = func(ctx context.Context, id string) error {
+			if err := tasks.delete(ctx, id); err != nil {
+				return err
+			}
+			if d, ok := ix.(interface{ taskDeleted(string) }); ok {
+				d.taskDeleted(id)
+			}
+			return nil
+		}
+	}
+	t.Cleanup(func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		clear(x.keys)
+	})
+	return h
+}
+
+// handle is a second handle on an in-memory index: the same storage, reached through
+// another value, which hides the optional interfaces.
+type handle struct{ idempotency.KeyIndex }
+
+// taskStore is a task store: the tasks exist until deleted.
+type taskStore struct {
+	mu    sync.Mutex
+	next  int
+	tasks map[string]bool
+}
+
+func newTaskStore() *taskStore { return &taskStore{tasks: make(map[string]bool)} }
+
+func (s *taskStore) create(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next++
+	id := fmt.Sprintf("task-%d", s.next)
+	s.tasks[id] = true
+	return id, nil
+}
+
+func (s *taskStore) delete(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tasks[id] {
+		return fmt.Errorf("task %q not found", id)
+	}
+	delete(s.tasks, id)
+	return nil
+}
+
+func wrapped[T idempotency.KeyIndex](f func(*refIndex) T) func(*refIndex) idempotency.KeyIndex {
+	return func(x *refIndex) idempotency.KeyIndex { return f(x) }
+}
+
+// brokenIndexes are the reference index with one bug each, and the checks that must
+// catch it.
+var brokenIndexes = []struct {
+	name     string
+	cfg      refConfig
+	caughtBy []string
+}{
+	{"NonAtomicClaim", full.with(wrapped(func(x *refIndex) nonAtomicClaim { return nonAtomicClaim{x} })),
+		[]string{"ExactlyOneWinner", "ExactlyOneWinnerOtherMessages", "ExactlyOneWinnerTwoHandles"}},
+	{"ReleaseIgnoresToken", full.with(wrapped(func(x *refIndex) releaseIgnoresToken { return releaseIgnoresToken{x} })),
+		[]string{"ReleaseWrongToken", "ReleasedTokenRefused", "LeaseTakeover", "TakeoverFencedAcrossHandles"}},
+	{"ForgetsDeletedTasks", full.with(wrapped(func(x *refIndex) forgetsDeletedTasks { return forgetsDeletedTasks{x} })),
+		[]string{"KeySurvivesTaskDeletion"}},
+	{"BindIgnoresToken", full.with(wrapped(func(x *refIndex) bindIgnoresToken { return bindIgnoresToken{x} })),
+		[]string{"BindWrongToken", "ReleasedTokenRefused", "LeaseTakeover", "TakeoverFencedAcrossHandles", "TTLExpiresKey"}},
+	{"ReplayRefreshesClaim", full.with(wrapped(func(x *refIndex) replayRefreshesClaim { return replayRefreshesClaim{x} })),
+		[]string{"LeaseNotExtendedByReplay", "TTLNotExtendedByReplay"}},
+	{"IgnoresTTL", full.with(ignoresTTL),
+		[]string{"TTLExpiresKey", "TTLNotExtendedByReplay", "CapacityIgnoresExpired"}},
+	{"LeaksHolder", full.with(wrapped(func(x *refIndex) leaksHolder { return leaksHolder{x} })),
+		[]string{"OtherMessageHeld", "ExactlyOneWinnerOtherMessages"}},
+	{"TakeoverKeepsToken", full.with(wrapped(func(x *refIndex) takeoverKeepsToken { return takeoverKeepsToken{x} })),
+		[]string{"LeaseTakeover", "LookupReadOnly", "ExactlyOneTakeover", "TakeoverFencedAcrossHandles"}},
+	{"TakeoverResetsClaimTime", full.with(wrapped(func(x *refIndex) takeoverResetsClaimTime { return takeoverResetsClaimTime{x} })),
+		[]string{"LeaseTakeover", "TTLNotExtendedByTakeover"}},
+	{"TakeoverByOtherMessage", full.with(wrapped(func(x *refIndex) takeoverByOtherMessage { return takeoverByOtherMessage{x} })),
+		[]string{"LeaseOtherMessageNoTakeover"}},
+	{"IgnoresContext", full.with(wrapped(func(x *refIndex) ignoresContext { return ignoresContext{x} })),
+		[]string{"CancelledClaim", "CancelledBind", "CancelledRelease", "CancelledLookup"}},
+	{"ReleasesBound", full.with(wrapped(func(x *refIndex) releasesBound { return releasesBound{x} })),
+		[]string{"ReleaseBoundIsNoop", "BoundKeyNeverTakenOver"}},
+	{"SweepsPendingClaims", full.with(wrapped(func(x *refIndex) sweepsPendingClaims { return sweepsPendingClaims{x} })),
+		[]string{"SweepKeepsPendingInLease"}},
+	{"LenientInput", full.with(wrapped(func(x *refIndex) lenientInput { return lenientInput{x} })),
+		[]string{"InvalidKey", "InvalidMessageID", "InvalidLease", "InvalidToken", "InvalidBinding"}},
+	{"JoinsScopeAndKey", full.with(wrapped(func(x *refIndex) joinsScopeAndKey { return joinsScopeAndKey{x} })),
+		[]string{"ScopeKeyNoCollision"}},
+	{"AliasesReply", full.with(wrapped(func(x *refIndex) aliasesReply { return aliasesReply{x} })),
+		[]string{"ReplyNotAliased"}},
+	{"EvictsWhenFull", full.with(wrapped(func(x *refIndex) evictsWhenFull { return evictsWhenFull{x} })),
+		[]string{"CapacityFull"}},
+}
+
+// checkNamed returns the check called name.
+func checkNamed(t *testing.T, name string) check {
+	t.Helper()
+	for _, c := range checks {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check is named %q", name)
+	return check{}
+}
+
+// TestReference runs the suite, through RunHarness, on the reference index with every
+// capability. It must pass.
+func TestReference(t *testing.T) {
+	RunHarness(t, full.harness)
+}
+
+// TestReferenceRealClock runs the suite, through Run, on the reference index on the
+// real clock with no capability: the lease and sweep checks use real time.
+func TestReferenceRealClock(t *testing.T) {
+	Run(t, func(t *testing.T) idempotency.KeyIndex {
+		return refConfig{limit: refLimit}.harness(t).Index
+	})
+}
+
+// TestNoCheckSkippedWithFullHarness: with every capability, on an index with every
+// optional interface, every check runs (none is skipped) and passes.
+func TestNoCheckSkippedWithFullHarness(t *testing.T) {
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.exec(t.Context(), full.harness(t)); err != nil {
+				t.Errorf("%s on the reference index with every capability: %v", c.name, err)
+			}
+		})
+	}
+}
+
+// TestSuiteCatchesBrokenIndexes runs, on each broken index, the checks that must catch
+// it, and fails when one of them passes or skips.
+func TestSuiteCatchesBrokenIndexes(t *testing.T) {
+	for _, b := range brokenIndexes {
+		t.Run(b.name, func(t *testing.T) {
+			for _, name := range b.caughtBy {
+				c := checkNamed(t, name)
+				t.Run(name, func(t *testing.T) {
+					err := c.exec(t.Context(), b.cfg.harness(t))
+					var skip *skipError
+					switch {
+					case errors.As(err, &skip):
+						t.Errorf("%s skipped instead of catching index %s: %v", name, b.name, err)
+					case err == nil:
+						t.Errorf("%s passed on index %s; want it caught", name, b.name)
+					default:
+						t.Logf("caught: %v", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestSkipsNameWhatIsMissing: a check that needs a capability or an optional interface
+// the harness does not offer is skipped, and the reason names it.
+func TestSkipsNameWhatIsMissing(t *testing.T) {
+	tests := []struct {
+		check string
+		h     func(t *testing.T) Harness
+		want  string
+	}{
+		{"TTLExpiresKey", refConfig{}.harness, "Harness.Advance"},
+		{"TTLExpiresKey", func(t *testing.T) Harness { h := full.harness(t); h.TTL = 0; return h }, "Harness.TTL"},
+		{"ExactlyOneWinnerTwoHandles", refConfig{}.harness, "Harness.OpenHandle"},
+		{"KeySurvivesTaskDeletion", refConfig{}.harness, "Harness.CreateTask and Harness.DeleteTask"},
+		{"KeySurvivesTaskDeletion", func(t *testing.T) Harness { h := full.harness(t); h.DeleteTask = nil; return h }, "Harness.DeleteTask"},
+		{"HonoursKeys", hidden, "idempotency.Honouring"},
+		{"CapacityCountsClaims", hidden, "idempotency.CapacityReporter"},
+		{"CapacityFull", refConfig{}.harness, "Capacity.Limit is 0"},
+		{"SweepBatches", hidden, "idempotency.Sweeper"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.check, func(t *testing.T) {
+			err := checkNamed(t, tt.check).exec(t.Context(), tt.h(t))
+			var skip *skipError
+			if !errors.As(err, &skip) || !strings.Contains(skip.reason, tt.want) {
+				t.Errorf("%s = %v; want it skipped with a reason naming %q", tt.check, err, tt.want)
+			}
+		})
+	}
+}
+
+// hidden is the full harness with the index behind a handle, which hides its optional
+// interfaces.
+func hidden(t *testing.T) Harness {
+	h := full.harness(t)
+	h.Index = handle{h.Index}
+	return h
+}
+
+// TestCheckNames: names are unique, and usable as subtest names unchanged.
+func TestCheckNames(t *testing.T) {
+	seen := make(map[string]bool)
+	for _, c := range checks {
+		if seen[c.name] {
+			t.Errorf("two checks are named %q", c.name)
+		}
+		seen[c.name] = true
+		if c.name == "" || strings.ContainsAny(c.name, " /#") {
+			t.Errorf("check name %q would be rewritten in subtest names", c.name)
+		}
+	}
+}
+
+func TestClockNeverRunsBack(t *testing.T) {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	c.Advance(-time.Hour)
+	if got := c.Now(); !got.Equal(start) {
+		t.Errorf("after Advance(-1h), Now() = %v; want %v", got, start)
+	}
+	c.Advance(90 * time.Second)
+	if got, want := c.Now(), start.Add(90*time.Second); !got.Equal(want) {
+		t.Errorf("after Advance(90s), Now() = %v; want %v", got, want)
+	}
+}
+
+func BenchmarkReference(b *testing.B) {
+	Benchmark(b, func(b *testing.B) idempotency.KeyIndex { return newRefIndex(time.Now, refTTL, 0) })
+}
