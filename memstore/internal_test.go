@@ -131,3 +131,29 @@ func TestEntrySize(t *testing.T) {
 		t.Errorf("entry is %d bytes, want at most 64", got)
 	}
 }
+
+// TestShrinkAfterExpiry checks that a shard whose keys expired rebuilds its map and
+// FIFO, which Go would otherwise keep at their largest size.
+func TestShrinkAfterExpiry(t *testing.T) {
+	clock := &stepClock{t: time.Unix(0, 0)}
+	s := New(Options{TTL: time.Hour, Now: clock.Now})
+	keys := keysInShard(s, "", 5, 4*shrinkMin)
+	for _, k := range keys[:3*shrinkMin] {
+		claim(t, s, "", k, "m")
+	}
+	sh := &s.shards[5]
+	fifoCap := cap(sh.fifo)
+	clock.t = clock.t.Add(time.Hour)
+	for _, k := range keys[3*shrinkMin:] {
+		claim(t, s, "", k, "m")
+	}
+	if n, f := sh.size(); n != shrinkMin || f != shrinkMin {
+		t.Fatalf("shard holds %d keys, FIFO %d entries; want %d, %d", n, f, shrinkMin, shrinkMin)
+	}
+	if sh.peak >= 3*shrinkMin {
+		t.Errorf("map not rebuilt: peak %d entries, holds %d", sh.peak, sh.n)
+	}
+	if cap(sh.fifo) >= fifoCap {
+		t.Errorf("FIFO not shrunk: capacity %d, was %d, holds %d", cap(sh.fifo), fifoCap, len(sh.fifo)-sh.head)
+	}
+}

@@ -89,6 +89,7 @@ func (s *Store) purgeBatch(p *purge) (deleted int64, more bool) {
 		})
 		if deleted > n {
 			sh.compact()
+			sh.tidy()
 		}
 		sh.mu.Unlock()
 		if more {

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ type shardState struct {
 	// slots small and its growth cheap: it never reads the keys' text.
 	keys map[uint64]*entry
 	n    int // entries in keys
+	peak int // the most entries keys has held since it was made
 	// fifo holds the shard's entries in the order they were claimed, from fifo[head]
 	// on. With a monotonic clock that is the order of claim times, so the expired
 	// entries are at the head; disordered records that the clock went backwards.
@@ -86,6 +88,7 @@ func (sh *shard) put(h uint64, e *entry) {
 	e.next = sh.keys[h]
 	sh.keys[h] = e
 	sh.n++
+	sh.peak = max(sh.peak, sh.n)
 }
 
 // del removes e, which is present under hash h, and marks it deleted.
@@ -133,8 +136,13 @@ func (sh *shard) push(e *entry) {
 	sh.fifo = append(sh.fifo, e)
 }
 
-// tidy reclaims FIFO space: the popped prefix once it is half the slice, and deleted
-// entries once they outnumber live ones. Both are amortized O(1) per FIFO entry.
+// shrinkMin is the size below which the map and the FIFO are not shrunk.
+const shrinkMin = 256
+
+// tidy reclaims space: the FIFO's popped prefix once it is half the slice, its deleted
+// entries once they outnumber live ones, and the memory of a map or FIFO that holds
+// less than a quarter of what it once held (Go maps never shrink on their own). Each
+// is amortized O(1) per entry.
 func (sh *shard) tidy() {
 	switch n := len(sh.fifo) - sh.head; {
 	case n > 2*sh.n+64:
@@ -143,6 +151,15 @@ func (sh *shard) tidy() {
 		copy(sh.fifo, sh.fifo[sh.head:])
 		clear(sh.fifo[n:])
 		sh.fifo, sh.head = sh.fifo[:n], 0
+	}
+	if sh.head == 0 && cap(sh.fifo) > shrinkMin && 4*len(sh.fifo) < cap(sh.fifo) {
+		sh.fifo = slices.Clone(sh.fifo)
+	}
+	if sh.peak > shrinkMin && 4*sh.n < sh.peak {
+		// Not maps.Clone, which keeps the map's size.
+		m := make(map[uint64]*entry, sh.n)
+		maps.Copy(m, sh.keys)
+		sh.keys, sh.peak = m, sh.n
 	}
 }
 
