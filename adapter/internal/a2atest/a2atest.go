@@ -34,9 +34,9 @@ type Agent struct {
 	// AskFirst makes a new task end in INPUT_REQUIRED instead of COMPLETED, so that a
 	// follow-up can be sent to it; the follow-up then completes the task.
 	AskFirst bool
-	// Hold, when not nil, makes the agent wait until it is closed (or the execution's
-	// context ends): a task agent waits after reporting WORKING, a Message agent before
-	// replying.
+	// Hold, when not nil, makes the agent wait until it receives from Hold (a close
+	// releases every run, a send one run) or the execution's context ends: a task
+	// agent waits after reporting WORKING, a Message agent before replying.
 	Hold chan struct{}
 	// Started, when not nil, receives the task id each time the agent starts. It must
 	// be buffered or read, or the agent blocks.

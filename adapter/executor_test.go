@@ -1,0 +1,610 @@
+package adapter_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/adapter/internal/a2atest"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// keyedServer is an a2a-go server for agent, with the adapter's hooks installed and
+// the kit's middleware in front of it, claiming keys in index.
+func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options, handlerOpts ...a2asrv.RequestHandlerOption) *a2atest.Server {
+	t.Helper()
+	mw, err := middleware.New(index, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	return a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{
+		Wrap:           mw,
+		HandlerOptions: handlerOpts,
+	})
+}
+
+// client returns a plain a2a-go client of card's interface for binding.
+func client(t *testing.T, card *a2a.AgentCard, binding a2a.TransportProtocol) *a2aclient.Client {
+	t.Helper()
+	c, err := a2aclient.NewFromCard(context.Background(), card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// keyedMessage returns a user message carrying a fresh key.
+func keyedMessage(t *testing.T, text string) (*a2a.Message, string) {
+	t.Helper()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	key := adapter.NewKey()
+	if err := adapter.SetMessageKey(msg, key); err != nil {
+		t.Fatal(err)
+	}
+	return msg, key
+}
+
+var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
+
+// A blocking send whose agent is still running: the client's connection is cut, and
+// the retry returns the same task at once, in its working state, without running the
+// agent again; once the agent finishes, a retry shows the completed task.
+func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+			c := client(t, srv.Card, binding)
+			msg, _ := keyedMessage(t, "long job")
+
+			ctx, cut := context.WithCancel(context.Background())
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+				first <- err
+			}()
+			taskID := <-agent.Started
+			a2atest.WaitFor(t, "the task to be working", func() bool {
+				task := srv.Task(t, taskID)
+				return task != nil && task.Status.State == a2a.TaskStateWorking
+			})
+			cut()
+			if err := <-first; err == nil {
+				t.Fatal("the cut send returned no error")
+			}
+
+			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry while running: %v", err)
+			}
+			task, ok := res.(*a2a.Task)
+			if !ok {
+				t.Fatalf("retry while running returned %T, want *a2a.Task", res)
+			}
+			if task.ID != taskID || task.Status.State != a2a.TaskStateWorking {
+				t.Errorf("retry while running: task %s in %s, want %s in %s", task.ID, task.Status.State, taskID, a2a.TaskStateWorking)
+			}
+
+			close(agent.Hold)
+			a2atest.WaitFor(t, "the task to complete", func() bool {
+				return srv.Task(t, taskID).Status.State == a2a.TaskStateCompleted
+			})
+			res, err = c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry after completion: %v", err)
+			}
+			task, ok = res.(*a2a.Task)
+			if !ok || task.ID != taskID || task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("retry after completion returned %#v, want task %s completed", res, taskID)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// The key is bound to the task a2a-go generated before the agent's first step: when
+// the agent starts, the index already names its task. This also proves that the
+// request context, with the middleware's claim, reaches the executor.
+func TestKeyBoundBeforeAgentRuns(t *testing.T) {
+	index := memstore.New(memstore.Options{})
+	agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+	srv := keyedServer(t, agent, index, middleware.Options{})
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+	msg, key := keyedMessage(t, "bind first")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		done <- err
+	}()
+	taskID := <-agent.Started
+	rec, ok, err := index.Lookup(context.Background(), "", key)
+	if err != nil || !ok {
+		t.Fatalf("Lookup while the agent runs: ok=%v err=%v", ok, err)
+	}
+	if rec.TaskID != string(taskID) || rec.MessageID != msg.ID {
+		t.Errorf("while the agent runs the key names task %q for message %q, want %q for %q", rec.TaskID, rec.MessageID, taskID, msg.ID)
+	}
+	close(agent.Hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An agent that answers with a Message: the first response is lost on its way back,
+// and the retry gets the same Message, without running the agent again.
+func TestMessageReplyLostIsReplayed(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := memstore.New(memstore.Options{})
+			agent := &a2atest.Agent{ReplyMessage: true}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			card := *srv.Card
+			card.SupportedInterfaces = []*a2a.AgentInterface{
+				a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC),
+				a2a.NewAgentInterface(proxy.URL+"/rest", a2a.TransportProtocolHTTPJSON),
+			}
+			c := client(t, &card, binding)
+			msg, key := keyedMessage(t, "hello")
+
+			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err == nil {
+				t.Fatal("the send whose response was lost returned no error")
+			}
+			rec, ok, err := index.Lookup(context.Background(), "", key)
+			if err != nil || !ok || rec.Reply == nil {
+				t.Fatalf("after the first attempt the key holds no reply: %+v ok=%v err=%v", rec, ok, err)
+			}
+
+			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			reply, ok := res.(*a2a.Message)
+			if !ok {
+				t.Fatalf("retry returned %T, want *a2a.Message", res)
+			}
+			if reply.Role != a2a.MessageRoleAgent || len(reply.Parts) != 1 || reply.Parts[0].Text() != "reply: hello" {
+				t.Errorf("retry returned %+v, want the agent's reply", reply)
+			}
+			if !strings.Contains(string(rec.Reply), reply.ID) {
+				t.Errorf("retry returned message %s, but the recorded reply is %s", reply.ID, rec.Reply)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+			if n := proxy.Posts(); n != 2 {
+				t.Errorf("%d sends reached the proxy, want 2", n)
+			}
+		})
+	}
+}
+
+// An agent that answers with a Message after the client has gone: no response ever
+// carried the Message, so only the adapter, which records it before passing it on,
+// can give it to the retry. The agent runs once.
+func TestMessageReplyAfterClientLeftIsReplayed(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := memstore.New(memstore.Options{})
+			agent := &a2atest.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := client(t, srv.Card, binding)
+			msg, key := keyedMessage(t, "think hard")
+
+			ctx, cut := context.WithCancel(context.Background())
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+				first <- err
+			}()
+			<-agent.Started
+			cut()
+			if err := <-first; err == nil {
+				t.Fatal("the cut send returned no error")
+			}
+			close(agent.Hold)
+			a2atest.WaitFor(t, "the reply to be recorded", func() bool {
+				rec, ok, err := index.Lookup(context.Background(), "", key)
+				return err == nil && ok && rec.Reply != nil
+			})
+
+			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			reply, ok := res.(*a2a.Message)
+			if !ok || len(reply.Parts) != 1 || reply.Parts[0].Text() != "reply: think hard" {
+				t.Errorf("retry returned %#v, want the agent's reply", res)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// When the index fails to bind, the agent does not run, the client gets an error that
+// does not disclose the index's failure, and the claim is released so that an
+// identical retry runs normally once the index is back.
+func TestBindFailureRefusesToRunAgent(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
+			agent := &a2atest.Agent{}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := client(t, srv.Card, binding)
+			msg, key := keyedMessage(t, "unlucky")
+
+			index.FailBinds.Store(true)
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err == nil {
+				t.Fatal("send with a failing bind returned no error")
+			}
+			if !strings.Contains(err.Error(), "could not be bound") || strings.Contains(err.Error(), a2atest.ErrInjected.Error()) {
+				t.Errorf("client error %q: want the adapter's message, without the index's failure", err)
+			}
+			if n := agent.Runs(); n != 0 {
+				t.Fatalf("agent ran %d times after a failed bind, want 0", n)
+			}
+			if _, held, err := index.Lookup(context.Background(), "", key); err != nil || held {
+				t.Errorf("after a failed bind the key is held=%v (err %v), want released", held, err)
+			}
+
+			index.FailBinds.Store(false)
+			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry after the index recovered: %v", err)
+			}
+			if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("retry after the index recovered returned %#v, want a completed task", res)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// takeOver is an ExecutorContextInterceptor that, before the adapter binds, lets the
+// claim's lease end and takes the claim over as an identical retry would after a
+// crash, so that the adapter's bind is fenced out.
+type takeOver struct {
+	index *memstore.Store
+	clock *clock
+	lease time.Duration
+}
+
+func (o *takeOver) Intercept(ctx context.Context, ec *a2asrv.ExecutorContext) (context.Context, error) {
+	claim, ok := middleware.ClaimedSendFrom(ctx)
+	if !ok {
+		return ctx, errors.New("no claim in the executor's context")
+	}
+	o.clock.advance(2 * o.lease)
+	c, err := o.index.Claim(ctx, claim.Scope(), claim.Key(), claim.MessageID(), o.lease)
+	if err != nil {
+		return ctx, err
+	}
+	if c.Status != idempotency.Claimed {
+		return ctx, errors.New("takeover did not claim: " + c.Status.String())
+	}
+	return ctx, nil
+}
+
+// clock is a settable clock for memstore.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A claim taken over before the adapter could bind it (its lease ended): the bind is
+// fenced out, the agent does not run, and the client gets an error.
+func TestLostClaimRefusesToRunAgent(t *testing.T) {
+	const lease = time.Minute
+	clk := newClock()
+	index := memstore.New(memstore.Options{Now: clk.Now})
+	agent := &a2atest.Agent{}
+	srv := keyedServer(t, agent, index, middleware.Options{Lease: lease},
+		a2asrv.WithExecutorContextInterceptor(&takeOver{index: index, clock: clk, lease: lease}))
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+	msg, _ := keyedMessage(t, "slow start")
+
+	_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+	if err == nil {
+		t.Fatal("send whose claim was taken over returned no error")
+	}
+	if !errors.Is(err, a2a.ErrInternalError) || !strings.Contains(err.Error(), "could not be bound") {
+		t.Errorf("client error %v: want an internal error with the adapter's message", err)
+	}
+	if n := agent.Runs(); n != 0 {
+		t.Errorf("agent ran %d times after losing its claim, want 0", n)
+	}
+}
+
+// Unkeyed sends pass the hooks untouched and leave nothing in the index.
+func TestUnkeyedSendUntouched(t *testing.T) {
+	index := memstore.New(memstore.Options{})
+	agent := &a2atest.Agent{}
+	srv := keyedServer(t, agent, index, middleware.Options{})
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+
+	for range 2 {
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("no key"))
+		res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+			t.Errorf("unkeyed send returned %#v, want a completed task", res)
+		}
+	}
+	if n := agent.Runs(); n != 2 {
+		t.Errorf("agent ran %d times for two unkeyed sends, want 2", n)
+	}
+	capa, err := index.Capacity(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capa.Held != 0 {
+		t.Errorf("unkeyed sends left %d keys in the index, want 0", capa.Held)
+	}
+}
+
+// newTaskAwaitingInput creates, through c, a task that waits for a follow-up.
+func newTaskAwaitingInput(t *testing.T, c *a2aclient.Client) *a2a.Task {
+	t.Helper()
+	res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{
+		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("start")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("first send returned %#v, want a task awaiting input", res)
+	}
+	return task
+}
+
+// followUp returns a keyed follow-up message to task.
+func followUp(t *testing.T, task *a2a.Task, text string) (*a2a.Message, string) {
+	t.Helper()
+	msg := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.NewTextPart(text))
+	key := adapter.NewKey()
+	if err := adapter.SetMessageKey(msg, key); err != nil {
+		t.Fatal(err)
+	}
+	return msg, key
+}
+
+// A keyed follow-up to an existing task is bound to that task before the agent runs,
+// and a retry gets the task.
+func TestFollowUpBoundToExistingTask(t *testing.T) {
+	index := memstore.New(memstore.Options{})
+	// The first run takes the one release in Hold; the follow-up waits for the next.
+	agent := &a2atest.Agent{AskFirst: true, Started: make(chan a2a.TaskID, 2), Hold: make(chan struct{}, 1)}
+	agent.Hold <- struct{}{}
+	srv := keyedServer(t, agent, index, middleware.Options{})
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+	task := newTaskAwaitingInput(t, c)
+	<-agent.Started
+
+	msg, key := followUp(t, task, "more")
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		done <- err
+	}()
+	if id := <-agent.Started; id != task.ID {
+		t.Fatalf("follow-up ran for task %s, want %s", id, task.ID)
+	}
+	rec, ok, err := index.Lookup(context.Background(), "", key)
+	if err != nil || !ok || rec.TaskID != string(task.ID) {
+		t.Errorf("while the follow-up runs the key holds %+v (ok=%v, err=%v), want task %s", rec, ok, err, task.ID)
+	}
+	close(agent.Hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := res.(*a2a.Task); !ok || got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("retry of the follow-up returned %#v, want task %s completed", res, task.ID)
+	}
+	if n := agent.Runs(); n != 2 {
+		t.Errorf("agent ran %d times for a task and one follow-up, want 2", n)
+	}
+}
+
+// With FollowUpBinder, a follow-up whose binding fails is refused with an error, the
+// agent does not run, and the task is left as it was.
+func TestFollowUpBindFailureLeavesTaskAlone(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
+			agent := &a2atest.Agent{AskFirst: true}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := client(t, srv.Card, binding)
+			task := newTaskAwaitingInput(t, c)
+
+			index.FailBinds.Store(true)
+			msg, _ := followUp(t, task, "more")
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err == nil || !strings.Contains(err.Error(), "could not be bound") {
+				t.Errorf("follow-up with a failing bind: error %v, want the adapter's refusal", err)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1 (the follow-up must not run)", n)
+			}
+			stored := srv.Task(t, task.ID)
+			if stored.Status.State != a2a.TaskStateInputRequired || len(stored.History) != len(task.History) {
+				t.Errorf("after the refused follow-up the task is %s with %d messages, want %s with %d",
+					stored.Status.State, len(stored.History), a2a.TaskStateInputRequired, len(task.History))
+			}
+		})
+	}
+}
+
+// Without FollowUpBinder, the Executor alone still keeps the agent from running when a
+// follow-up's binding fails, but a2a-go v2.4.0 turns the executor's error on an
+// existing task into a FAILED task. This pins the behaviour the documentation of
+// Executor and FollowUpBinder describes.
+func TestFollowUpBindFailureWithoutBinderFailsTask(t *testing.T) {
+	index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
+	agent := &a2atest.Agent{AskFirst: true}
+	mw, err := middleware.New(index, middleware.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{Wrap: mw})
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+	task := newTaskAwaitingInput(t, c)
+
+	index.FailBinds.Store(true)
+	msg, _ := followUp(t, task, "more")
+	res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatalf("a2a-go answered the failed follow-up with an error (%v); if it no longer fails the task, update the docs of Executor and FollowUpBinder", err)
+	}
+	if got, ok := res.(*a2a.Task); !ok || got.Status.State != a2a.TaskStateFailed {
+		t.Errorf("failed follow-up returned %#v, want the task FAILED", res)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1 (the follow-up must not run)", n)
+	}
+}
+
+// A keyed streaming send cut mid-run: the re-send with the same key re-attaches to the
+// task. Its first event is the task in its current state, and the live events follow
+// until the task completes; the agent runs once.
+func TestStreamingSendCutMidRunReattaches(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+			c := client(t, srv.Card, binding)
+			msg, _ := keyedMessage(t, "stream me")
+
+			ctx, cut := context.WithCancel(context.Background())
+			var taskID a2a.TaskID
+			for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && st.Status.State == a2a.TaskStateWorking {
+					taskID = st.TaskID
+					break
+				}
+			}
+			cut()
+			if taskID == "" {
+				t.Fatal("the stream ended before the task was working")
+			}
+
+			var events []a2a.Event
+			released := false
+			for ev, err := range c.SendStreamingMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}) {
+				if err != nil {
+					t.Fatalf("re-send: %v", err)
+				}
+				events = append(events, ev)
+				if !released {
+					released = true
+					close(agent.Hold)
+				}
+			}
+			if len(events) == 0 {
+				t.Fatal("the re-send yielded no events")
+			}
+			first, ok := events[0].(*a2a.Task)
+			if !ok || first.ID != taskID || first.Status.State != a2a.TaskStateWorking {
+				t.Errorf("the re-send's first event is %#v, want task %s working", events[0], taskID)
+			}
+			last, ok := events[len(events)-1].(*a2a.TaskStatusUpdateEvent)
+			if !ok || last.TaskID != taskID || last.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("the re-send's last event is %#v, want task %s completed", events[len(events)-1], taskID)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TaskReader answers the middleware's replays from the task store, so a retry is
+// answered without a GetTask round trip, with the task the store holds.
+func TestTaskReaderServesReplays(t *testing.T) {
+	agent := &a2atest.Agent{}
+	index := memstore.New(memstore.Options{})
+	var tasks *adapter.TaskReader
+	var reads atomic.Int64
+	mw, err := middleware.New(index, middleware.Options{Tasks: readerFunc(func(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
+		reads.Add(1)
+		return tasks.ReadTask(ctx, r, tenant, taskID)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{Wrap: mw})
+	tasks = adapter.NewTaskReader(srv.Store, adapter.TaskReaderOptions{})
+	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
+	msg, _ := keyedMessage(t, "read me")
+
+	res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := res.(*a2a.Task), again.(*a2a.Task)
+	if got.ID != want.ID || got.Status.State != a2a.TaskStateCompleted || len(got.Artifacts) != 1 {
+		t.Errorf("replay through TaskReader returned %#v, want %#v", got, want)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+	if n := reads.Load(); n == 0 {
+		t.Error("the replay did not read the task through TaskReader")
+	}
+}
+
+type readerFunc func(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error)
+
+func (f readerFunc) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
+	return f(ctx, r, tenant, taskID)
+}

@@ -1,0 +1,403 @@
+package keyedclient_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/adapter/internal/a2atest"
+	"github.com/a2akit/idempotency/adapter/keyedclient"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// fast retries quickly, so that the tests do not wait out real backoffs.
+var fast = keyedclient.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+
+// keyedServer is an a2a-go server for agent with the adapter's hooks, behind the kit's
+// middleware claiming keys in index.
+func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options) *a2atest.Server {
+	t.Helper()
+	mw, err := middleware.New(index, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{
+		Wrap:           mw,
+		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{}))},
+	})
+}
+
+// keyedClient resolves the card at baseURL and returns a client of its binding that
+// sends through keyedclient.
+func keyedClient(t *testing.T, baseURL string, binding a2a.TransportProtocol, opts keyedclient.Options) *a2aclient.Client {
+	t.Helper()
+	card, err := agentcard.DefaultResolver.Resolve(context.Background(), baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factoryOpts := append([]a2aclient.FactoryOption{
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}),
+	}, keyedclient.FactoryOptions(opts)...)
+	c, err := a2aclient.NewFromCard(context.Background(), card, factoryOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
+
+func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) {
+	return c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+}
+
+// The proxy forwards the first send and drops the connection instead of answering.
+// The client, which learned from the card that the server honours keys, keys the send
+// itself and retries it: the agent runs once and the caller gets the task.
+func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{}
+			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
+			res, err := send(c, msg)
+			if err != nil {
+				t.Fatalf("keyed send through a dropping proxy: %v", err)
+			}
+			task, ok := res.(*a2a.Task)
+			if !ok || task.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("keyed send returned %#v, want a completed task", res)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+			if n := proxy.Posts(); n != 2 {
+				t.Errorf("%d sends reached the proxy, want 2 (the lost one and its retry)", n)
+			}
+			if _, has, _ := adapter.MessageKey(msg); has {
+				t.Error("the caller's message was given a key; the key belongs on a copy")
+			}
+			if _, has, err := adapter.MessageKey(task.History[0]); err != nil || !has {
+				t.Errorf("the task's first message carries no key (err %v); the send was not keyed", err)
+			}
+		})
+	}
+}
+
+// Against a server whose card does not declare the extension, the client neither
+// keys nor retries the send: the caller gets the error of the lost response.
+func TestNoRetryWithoutExtensionInCard(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{}
+			srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{})
+			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
+			if _, err := send(c, msg); err == nil {
+				t.Fatal("send through a dropping proxy returned no error")
+			}
+			if n := proxy.Posts(); n != 1 {
+				t.Errorf("%d sends reached the proxy, want 1 (no retry)", n)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+
+			// The next send goes through; the task shows the message went unkeyed.
+			res, err := send(c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("twice")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, has, _ := adapter.MessageKey(res.(*a2a.Task).History[0]); has {
+				t.Error("a key was attached for a peer that does not declare the extension")
+			}
+		})
+	}
+}
+
+// A keyed send that the caller keyed itself, against a peer without the extension: it
+// is passed on untouched and not retried.
+func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
+	agent := &a2atest.Agent{}
+	srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{})
+	proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
+
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
+	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := send(c, msg); err == nil {
+		t.Fatal("send through a dropping proxy returned no error")
+	}
+	if n := proxy.Posts(); n != 1 {
+		t.Errorf("%d sends reached the proxy, want 1 (no retry)", n)
+	}
+}
+
+// A client created from endpoints has no card; the caller asserts that the peer
+// honours keys, and the send is keyed and retried.
+func TestAssertedPeerRetried(t *testing.T) {
+	agent := &a2atest.Agent{}
+	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+	proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	c, err := a2aclient.NewFromEndpoints(context.Background(),
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
+		keyedclient.FactoryOptions(keyedclient.Options{PeerHonoursKeys: true, Retry: fast})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := send(c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("asserted")))
+	if err != nil {
+		t.Fatalf("keyed send through a dropping proxy: %v", err)
+	}
+	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("keyed send returned %#v, want a completed task", res)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+}
+
+// A refusal is not retried: the same key on a different message is refused with
+// invalid params, once.
+func TestRefusalNotRetried(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{}
+			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+			proxy := a2atest.NewProxy(t, srv.URL, func(int) bool { return false })
+			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+
+			key := adapter.NewKey()
+			first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first"))
+			second := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("second"))
+			for _, m := range []*a2a.Message{first, second} {
+				if err := adapter.SetMessageKey(m, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := send(c, first); err != nil {
+				t.Fatal(err)
+			}
+			_, err := send(c, second)
+			if !errors.Is(err, a2a.ErrInvalidParams) {
+				t.Errorf("send reusing a key: error %v, want invalid params", err)
+			}
+			if n := proxy.Posts(); n != 2 {
+				t.Errorf("%d sends reached the proxy, want 2 (the refusal is not retried)", n)
+			}
+		})
+	}
+}
+
+// The index is unavailable for the first attempt: the middleware answers 503 with
+// Retry-After, and the client retries, the agent running once.
+func TestUnavailableIndexRetried(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
+			agent := &a2atest.Agent{}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := keyedClient(t, srv.URL, binding, keyedclient.Options{Retry: fast})
+
+			index.FailClaims.Store(1)
+			res, err := send(c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("later")))
+			if err != nil {
+				t.Fatalf("keyed send against a briefly unavailable index: %v", err)
+			}
+			if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("keyed send returned %#v, want a completed task", res)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// While the first attempt of a send is in flight and its task is not known (no adapter
+// binds it early), the middleware answers a retry 409 with Retry-After. The client
+// retries that, gives up after its attempts with an error that says so, and a later
+// send of the same message gets the task.
+func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
+	agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{ReplayWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{Wrap: mw})
+	proxy := a2atest.NewProxy(t, srv.URL, func(int) bool { return false })
+	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
+
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("slow"))
+	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := send(c, msg)
+		first <- err
+	}()
+	<-agent.Started
+
+	posts := proxy.Posts()
+	_, err = send(c, msg)
+	var status *keyedclient.StatusError
+	if !errors.As(err, &status) || status.StatusCode != http.StatusConflict || status.RetryAfter <= 0 {
+		t.Fatalf("retry while the first attempt runs: error %v, want a 409 with Retry-After", err)
+	}
+	if n := proxy.Posts() - posts; n != fast.MaxAttempts {
+		t.Errorf("the retried send made %d attempts, want %d", n, fast.MaxAttempts)
+	}
+
+	close(agent.Hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	res, err := send(c, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("send after the first attempt finished returned %#v, want the completed task", res)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+}
+
+// A streaming send whose connection drops after its first event: the client re-sends
+// with the same key and re-attaches to the task; the stream goes on with the task's
+// current state, and the agent runs once.
+func TestStreamDroppedAfterFirstEventReattaches(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &a2atest.Agent{}
+			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+
+			var events []a2a.Event
+			for ev, err := range c.SendStreamingMessage(context.Background(), &a2a.SendMessageRequest{
+				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("stream")),
+			}) {
+				if err != nil {
+					t.Fatalf("keyed stream through a dropping proxy: %v", err)
+				}
+				events = append(events, ev)
+			}
+			if len(events) < 2 {
+				t.Fatalf("got %d events, want the first attempt's and the re-send's", len(events))
+			}
+			first, ok := events[0].(*a2a.Task)
+			if !ok {
+				t.Fatalf("first event %#v, want the task", events[0])
+			}
+			// The re-send starts with the task's current state; its live events follow.
+			var resent *a2a.Task
+			state := first.Status.State
+			for _, ev := range events[1:] {
+				switch ev := ev.(type) {
+				case *a2a.Task:
+					if resent == nil {
+						resent = ev
+					}
+					state = ev.Status.State
+				case *a2a.TaskStatusUpdateEvent:
+					state = ev.Status.State
+				}
+			}
+			if resent == nil || resent.ID != first.ID {
+				t.Errorf("the re-send did not re-attach to task %s: events %#v", first.ID, events)
+			}
+			if state != a2a.TaskStateCompleted {
+				t.Errorf("the stream ended with the task %s, want %s", state, a2a.TaskStateCompleted)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+			if n := proxy.Posts(); n != 2 {
+				t.Errorf("%d sends reached the proxy, want 2", n)
+			}
+		})
+	}
+}
+
+// RoundTripper reports the statuses worth retrying, with Retry-After, only for the
+// keyed sends that Transport retries; any other request's response passes untouched.
+func TestRoundTripperStatuses(t *testing.T) {
+	var status atomic.Int64
+	var retryAfter atomic.Value
+	retryAfter.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := retryAfter.Load().(string); v != "" {
+			w.Header().Set("Retry-After", v)
+		}
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+
+	// Each case is sent twice: as a request of another call (passed through) and as a
+	// keyed send's attempt, through a Transport whose inner transport is JSON-RPC.
+	cases := []struct {
+		status     int
+		retryAfter string
+		want       time.Duration // -1: passed through
+	}{
+		{http.StatusServiceUnavailable, "2", 2 * time.Second},
+		{http.StatusServiceUnavailable, "", 0},
+		{http.StatusTooManyRequests, "1", time.Second},
+		{http.StatusBadGateway, "", 0},
+		{http.StatusGatewayTimeout, "", 0},
+		{http.StatusConflict, "3", 3 * time.Second},
+		{http.StatusConflict, "", -1},
+		{http.StatusInternalServerError, "", -1},
+		{http.StatusBadRequest, "1", -1},
+	}
+	hc := &http.Client{Transport: keyedclient.NewRoundTripper(nil)}
+	for _, tc := range cases {
+		status.Store(int64(tc.status))
+		retryAfter.Store(tc.retryAfter)
+
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatalf("%d: plain request: %v", tc.status, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%d: plain request got %d", tc.status, resp.StatusCode)
+		}
+
+		tr := keyedclient.NewTransport(a2aclient.NewJSONRPCTransport(srv.URL, hc), nil,
+			keyedclient.Options{PeerHonoursKeys: true, Retry: keyedclient.RetryPolicy{MaxAttempts: 1}})
+		_, err = tr.SendMessage(context.Background(), nil, &a2a.SendMessageRequest{
+			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x")),
+		})
+		var se *keyedclient.StatusError
+		isStatus := errors.As(err, &se)
+		switch {
+		case tc.want < 0 && isStatus:
+			t.Errorf("%d Retry-After %q: got %v, want the status passed through", tc.status, tc.retryAfter, err)
+		case tc.want >= 0 && (!isStatus || se.StatusCode != tc.status || se.RetryAfter != tc.want):
+			t.Errorf("%d Retry-After %q: got %v, want a StatusError with Retry-After %v", tc.status, tc.retryAfter, err, tc.want)
+		}
+	}
+}
