@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,17 @@ func (a *agent) runsOf(id string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.runs[id]
+}
+
+// total returns how many times the agent ran.
+func (a *agent) total() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, r := range a.runs {
+		n += r
+	}
+	return n
 }
 
 func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
@@ -167,7 +179,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
 	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
-	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store))
+	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
@@ -192,7 +204,10 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	h.srv = httptest.NewServer(h.middleware(cfg.opts)(h.inner))
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(h.releaseAgents)
-	h.wire = &recordingTransport{base: http.DefaultTransport}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 128
+	t.Cleanup(base.CloseIdleConnections)
+	h.wire = &recordingTransport{base: base}
 	h.hc = &http.Client{Transport: h.wire}
 	return h
 }
@@ -247,6 +262,24 @@ func (h *harness) outcomes() []middleware.Outcome {
 		out = append(out, e.Outcome)
 	}
 	return out
+}
+
+// expectOutcomes waits until the middleware observed as many sends as want lists
+// (a send is observed when its handler returns, which may be after its client read
+// the answer), and checks that the outcomes are want's, in any order.
+func (h *harness) expectOutcomes(want ...middleware.Outcome) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.outcomes()) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	got := h.outcomes()
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		h.t.Fatalf("observed outcomes %v, want %v", got, want)
+	}
 }
 
 func (h *harness) lastEvent() middleware.Event {
@@ -405,9 +438,10 @@ func (b *lockedBuffer) String() string { return string(b.Bytes()) }
 // recordingTransport records every exchange of the clients, as the client sent and
 // received it.
 type recordingTransport struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	log  []*wireExchange
+	base    http.RoundTripper
+	discard bool // record nothing
+	mu      sync.Mutex
+	log     []*wireExchange
 }
 
 type wireExchange struct {
@@ -419,6 +453,9 @@ type wireExchange struct {
 }
 
 func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt.discard {
+		return rt.base.RoundTrip(req)
+	}
 	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &lockedBuffer{}}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)

@@ -3,7 +3,6 @@ package middleware_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -56,10 +55,7 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 			if n := h.agent.runsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
-			want := []middleware.Outcome{middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed}
-			if got := h.outcomes(); !slices.Equal(got, want) {
-				t.Fatalf("observed %v, want %v", got, want)
-			}
+			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
 			if e := h.lastEvent(); e.Binding != m.binding || e.Scope != "" {
 				t.Fatalf("last event %+v: want binding %s, scope \"\"", e, m.binding)
 			}
@@ -147,9 +143,7 @@ func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
 			if a, b := h.agent.runsOf(holder.ID), h.agent.runsOf(other.ID); a != 1 || b != 0 {
 				t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
 			}
-			if got := h.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.OutcomeClaimed, middleware.OutcomeConflict}) {
-				t.Fatalf("observed %v", got)
-			}
+			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
 		})
 	}
 }
@@ -255,10 +249,7 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 			if n := h.agent.runsOf(msg.ID); n != 2 {
 				t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
 			}
-			want := []middleware.Outcome{middleware.OutcomeReleased, middleware.OutcomeClaimed}
-			if got := h.outcomes(); !slices.Equal(got, want) {
-				t.Fatalf("observed %v, want %v", got, want)
-			}
+			h.expectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
 		})
 	}
 }
