@@ -157,3 +157,46 @@ func TestShrinkAfterExpiry(t *testing.T) {
 		t.Errorf("FIFO not shrunk: capacity %d, was %d, holds %d", cap(sh.fifo), fifoCap, len(sh.fifo)-sh.head)
 	}
 }
+
+// TestHashCollisions checks the spill map, which holds entries whose 64-bit hash
+// another entry already has; real collisions are too rare to meet in a test.
+func TestHashCollisions(t *testing.T) {
+	var sh shard
+	sh.keys = make(map[uint64]*entry)
+	const h = 42
+	mk := func(key string) *entry {
+		k, _ := appendMapKey(nil, "", key)
+		return &entry{text: string(k) + "m", hash: h, token: 1, keyLen: uint32(len(k))}
+	}
+	find := func(key string) *entry {
+		k, _ := appendMapKey(nil, "", key)
+		return sh.get(h, k)
+	}
+	a, b, c := mk("aaaaaaaaaaaaaaaa"), mk("bbbbbbbbbbbbbbbb"), mk("cccccccccccccccc")
+	for _, e := range []*entry{a, b, c} {
+		sh.put(e)
+	}
+	for _, e := range []*entry{a, b, c} {
+		if got := find(e.mapKey()[:16]); got != e {
+			t.Fatalf("get(%q) = %v, want its entry", e.mapKey(), got)
+		}
+	}
+	sh.del(a) // the entry in keys: b and c stay reachable through spill
+	if find("aaaaaaaaaaaaaaaa") != nil || find("bbbbbbbbbbbbbbbb") != b || find("cccccccccccccccc") != c {
+		t.Fatal("after deleting the first entry, lookups are wrong")
+	}
+	sh.put(a) // back in keys, since its slot there is free
+	sh.del(c)
+	sh.del(b)
+	if find("aaaaaaaaaaaaaaaa") != a || find("bbbbbbbbbbbbbbbb") != nil || find("cccccccccccccccc") != nil {
+		t.Fatal("after deleting the spilled entries, lookups are wrong")
+	}
+	if sh.spill != nil || sh.n != 1 {
+		t.Errorf("spill = %v, n = %d; want nil, 1", sh.spill, sh.n)
+	}
+	var seen int
+	sh.each(func(*entry) bool { seen++; return true })
+	if seen != 1 {
+		t.Errorf("each visited %d entries, want 1", seen)
+	}
+}

@@ -75,7 +75,7 @@ func (s *Store) purgeBatch(p *purge) (deleted int64, more bool) {
 		sh := &s.shards[p.shard]
 		sh.mu.Lock()
 		n := deleted
-		sh.each(func(h uint64, e *entry) bool {
+		sh.each(func(e *entry) bool {
 			if !p.purgeable(e) {
 				return true
 			}
@@ -83,7 +83,7 @@ func (s *Store) purgeBatch(p *purge) (deleted int64, more bool) {
 				more = true
 				return false
 			}
-			s.remove(sh, h, e)
+			s.remove(sh, e)
 			deleted++
 			return true
 		})

@@ -21,14 +21,14 @@ const (
 //
 // An entry takes 64 bytes and its text one more allocation. With its map slot and
 // FIFO slot, a bound key with a 32-byte key, a short scope and UUID message and task
-// ids takes about 200 bytes.
+// ids takes about 220 bytes (see BenchmarkHeldKeyMemory).
 type entry struct {
 	// text is, in one allocation, key + "\x00" + scope + messageID, then the bound task
 	// id and reply JSON. The map key is text[:keyLen] (keys cannot contain a NUL byte,
 	// so the first NUL ends the key). The key is pending while the text ends with the
 	// message id: a binding is never empty.
 	text      string
-	next      *entry // the next entry whose map key has the same 64-bit hash
+	hash      uint64 // seeded hash of the map key
 	claimedAt int64  // nanoseconds since Store.base
 	leaseEnd  int64  // nanoseconds since Store.base; meaningless once bound
 	token     idempotency.Token
@@ -56,16 +56,18 @@ type shard struct {
 
 type shardState struct {
 	mu sync.Mutex
-	// keys maps the 64-bit seeded hash of a map key to the entries with that hash,
-	// chained through entry.next (almost always one). Keying the map by hash keeps its
-	// slots small and its growth cheap: it never reads the keys' text.
-	keys map[uint64]*entry
-	n    int // entries in keys
-	peak int // the most entries keys has held since it was made
+	// keys maps the 64-bit seeded hash of a map key to its entry. Keying the map by
+	// hash keeps its slots small and its growth cheap: it never reads the keys' text.
+	// An entry whose hash another entry in keys already has goes to spill, by map key;
+	// spill is nil while empty, which with 64-bit hashes is almost always.
+	keys  map[uint64]*entry
+	spill map[string]*entry
+	n     int // entries in keys and spill
+	peak  int // the most entries the shard has held since keys was made
 	// fifo holds the shard's entries in the order they were claimed, from fifo[head]
 	// on. With a monotonic clock that is the order of claim times, so the expired
 	// entries are at the head; disordered records that the clock went backwards.
-	fifo       []*entry
+	fifo       []fifoItem
 	head       int
 	last       int64 // latest claim time pushed to fifo
 	disordered bool
@@ -73,51 +75,63 @@ type shardState struct {
 	seq        uint64 // tokens issued by this shard
 }
 
+// fifoItem is an entry and its claim time, so that the FIFO's head can be checked for
+// expiry without reading the entry.
+type fifoItem struct {
+	e  *entry
+	at int64
+}
+
 // get returns the entry for map key k, whose hash is h, or nil.
 func (sh *shard) get(h uint64, k []byte) *entry {
-	for e := sh.keys[h]; e != nil; e = e.next {
-		if e.mapKey() == string(k) {
-			return e
-		}
+	if e := sh.keys[h]; e != nil && e.mapKey() == string(k) {
+		return e
+	}
+	if sh.spill != nil {
+		return sh.spill[string(k)]
 	}
 	return nil
 }
 
-// put adds e, whose map key is absent, under hash h.
-func (sh *shard) put(h uint64, e *entry) {
-	e.next = sh.keys[h]
-	sh.keys[h] = e
+// put adds e, whose map key is absent.
+func (sh *shard) put(e *entry) {
+	if sh.keys[e.hash] == nil {
+		sh.keys[e.hash] = e
+	} else {
+		if sh.spill == nil {
+			sh.spill = make(map[string]*entry)
+		}
+		sh.spill[e.mapKey()] = e
+	}
 	sh.n++
 	sh.peak = max(sh.peak, sh.n)
 }
 
-// del removes e, which is present under hash h, and marks it deleted.
-func (sh *shard) del(h uint64, e *entry) {
-	switch p := sh.keys[h]; {
-	case p == e && e.next == nil:
-		delete(sh.keys, h)
-	case p == e:
-		sh.keys[h] = e.next
-	default:
-		for p.next != e {
-			p = p.next
+// del removes e, which is present, and marks it deleted.
+func (sh *shard) del(e *entry) {
+	if sh.keys[e.hash] == e {
+		delete(sh.keys, e.hash)
+	} else {
+		delete(sh.spill, e.mapKey())
+		if len(sh.spill) == 0 {
+			sh.spill = nil
 		}
-		p.next = e.next
 	}
-	e.next, e.token = nil, 0
+	e.token = 0
 	sh.n--
 }
 
 // each calls f for every entry of the shard until f returns false. f may delete the
 // entry it is given.
-func (sh *shard) each(f func(h uint64, e *entry) bool) {
-	for h, e := range sh.keys {
-		for e != nil {
-			next := e.next
-			if !f(h, e) {
-				return
-			}
-			e = next
+func (sh *shard) each(f func(e *entry) bool) {
+	for _, e := range sh.keys {
+		if !f(e) {
+			return
+		}
+	}
+	for _, e := range sh.spill {
+		if !f(e) {
+			return
 		}
 	}
 }
@@ -133,7 +147,7 @@ func (sh *shard) push(e *entry) {
 		sh.disordered = true
 	}
 	sh.last = max(sh.last, e.claimedAt)
-	sh.fifo = append(sh.fifo, e)
+	sh.fifo = append(sh.fifo, fifoItem{e, e.claimedAt})
 }
 
 // shrinkMin is the size below which the map and the FIFO are not shrunk.
@@ -157,7 +171,7 @@ func (sh *shard) tidy() {
 	}
 	if sh.peak > shrinkMin && 4*sh.n < sh.peak {
 		// Not maps.Clone, which keeps the map's size.
-		m := make(map[uint64]*entry, sh.n)
+		m := make(map[uint64]*entry, len(sh.keys))
 		maps.Copy(m, sh.keys)
 		sh.keys, sh.peak = m, sh.n
 	}
@@ -166,9 +180,9 @@ func (sh *shard) tidy() {
 // compact removes deleted entries from the FIFO, keeping the order of the others.
 func (sh *shard) compact() {
 	live := sh.fifo[:0]
-	for _, e := range sh.fifo[sh.head:] {
-		if e.token != 0 {
-			live = append(live, e)
+	for _, it := range sh.fifo[sh.head:] {
+		if it.e.token != 0 {
+			live = append(live, it)
 		}
 	}
 	clear(sh.fifo[len(live):])
@@ -179,13 +193,13 @@ func (sh *shard) compact() {
 func (sh *shard) rebuild() {
 	clear(sh.fifo)
 	sh.fifo, sh.head = sh.fifo[:0], 0
-	sh.each(func(_ uint64, e *entry) bool {
-		sh.fifo = append(sh.fifo, e)
+	sh.each(func(e *entry) bool {
+		sh.fifo = append(sh.fifo, fifoItem{e, e.claimedAt})
 		return true
 	})
-	slices.SortFunc(sh.fifo, func(a, b *entry) int { return cmp.Compare(a.claimedAt, b.claimedAt) })
+	slices.SortFunc(sh.fifo, func(a, b fifoItem) int { return cmp.Compare(a.at, b.at) })
 	sh.disordered = false
 	if n := len(sh.fifo); n > 0 {
-		sh.last = sh.fifo[n-1].claimedAt
+		sh.last = sh.fifo[n-1].at
 	}
 }

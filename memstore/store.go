@@ -151,13 +151,14 @@ func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Du
 	}
 	if old != nil {
 		// Past its TTL: it hands its place in the scope's count to its successor.
-		sh.del(h, old)
+		sh.del(old)
 	} else if !s.reserve(scope) {
 		return idempotency.Claim{}, true
 	}
 	text := string(append(k, messageID...))
 	e := &entry{
 		text:      text,
+		hash:      h,
 		claimedAt: now,
 		leaseEnd:  addSat(now, lease),
 		token:     sh.nextToken(),
@@ -165,7 +166,7 @@ func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Du
 		msgEnd:    uint32(len(text)),
 		taskEnd:   uint32(len(text)),
 	}
-	sh.put(h, e)
+	sh.put(e)
 	sh.push(e)
 	s.expireHeads(sh, now, popsPerClaim)
 	sh.tidy()
@@ -246,7 +247,7 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	case !e.pending():
 		return nil
 	}
-	s.remove(sh, h, e)
+	s.remove(sh, e)
 	sh.tidy()
 	return nil
 }
@@ -317,8 +318,11 @@ func (s *Store) clock() int64 {
 func (s *Store) time(n int64) time.Time { return s.base.Add(time.Duration(n)).Round(0) }
 
 // expired reports whether e is past its time to live at now.
-func (s *Store) expired(e *entry, now int64) bool {
-	return e.claimedAt <= now-s.ttl && now-s.ttl <= now // the second test guards overflow
+func (s *Store) expired(e *entry, now int64) bool { return s.expiredAt(e.claimedAt, now) }
+
+// expiredAt reports whether a key claimed at claimedAt is past its time to live at now.
+func (s *Store) expiredAt(claimedAt, now int64) bool {
+	return claimedAt <= now-s.ttl && now-s.ttl <= now // the second test guards overflow
 }
 
 // record returns what e holds, copying the reply.
@@ -335,12 +339,11 @@ func (s *Store) record(e *entry) idempotency.Record {
 	return r
 }
 
-// remove deletes e, which is in sh under hash h, and gives its place in its scope
-// back. The caller holds sh.mu.
-func (s *Store) remove(sh *shard, h uint64, e *entry) {
-	scope := e.scope()
-	sh.del(h, e)
-	s.unreserve(scope)
+// remove deletes e, which is in sh, and gives its place in its scope back. The caller
+// holds sh.mu.
+func (s *Store) remove(sh *shard, e *entry) {
+	sh.del(e)
+	s.unreserve(e.scope())
 }
 
 // expireHeads pops up to n entries from the head of sh's FIFO that are deleted or
@@ -348,14 +351,14 @@ func (s *Store) remove(sh *shard, h uint64, e *entry) {
 // means no bound. The caller holds sh.mu.
 func (s *Store) expireHeads(sh *shard, now int64, n int) {
 	for ; n != 0 && sh.head < len(sh.fifo); n-- {
-		e := sh.fifo[sh.head]
-		if e.token != 0 {
-			if !s.expired(e, now) {
-				break
-			}
-			s.remove(sh, maphash.String(s.seed, e.mapKey()), e)
+		it := sh.fifo[sh.head]
+		if !s.expiredAt(it.at, now) && it.e.token != 0 {
+			break
 		}
-		sh.fifo[sh.head] = nil
+		if it.e.token != 0 {
+			s.remove(sh, it.e)
+		}
+		sh.fifo[sh.head] = fifoItem{}
 		sh.head++
 	}
 }
@@ -369,9 +372,9 @@ func (s *Store) dropExpired() {
 		s.expireHeads(sh, now, -1)
 		if sh.disordered {
 			// Expired entries may hide behind younger ones: scan, then restore order.
-			sh.each(func(h uint64, e *entry) bool {
+			sh.each(func(e *entry) bool {
 				if s.expired(e, now) {
-					s.remove(sh, h, e)
+					s.remove(sh, e)
 				}
 				return true
 			})
