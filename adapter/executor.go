@@ -81,6 +81,17 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 //     Message reply is not recorded: a2a-go refuses a Message on an existing task
 //     (the task fails), and a retry gets that task.
 //
+// Between step 1 and the first save of a new task (a2a-go saves it when the agent
+// yields its first *a2a.Task, which may be long after the agent started), and, for an
+// agent that answers with a Message, until that Message is recorded, the key names a
+// task the task store does not have (yet). A retry in that window must be answered as
+// "still in flight" (wait, or 409 with Retry-After), not TaskNotFound; that is the
+// middleware's job, since only it answers retries.
+//
+// The index is called with the executor's context, which a2a-go detaches from the
+// request (no deadline, never cancelled by the client); the index must bound its own
+// calls.
+//
 // Unkeyed sends, retries (the middleware answers them without forwarding) and
 // cancellations are passed to the agent untouched. The claim is found only through
 // the request context, so the middleware must be in front of the a2a-go transport

@@ -466,6 +466,16 @@ func TestFollowUpBindFailureLeavesTaskAlone(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "could not be bound") {
 				t.Errorf("follow-up with a failing bind: error %v, want the adapter's refusal", err)
 			}
+			streamed, _ := followUp(t, task, "more, streamed")
+			var streamErr error
+			for _, err := range c.SendStreamingMessage(context.Background(), &a2a.SendMessageRequest{Message: streamed}) {
+				if err != nil {
+					streamErr = err
+				}
+			}
+			if streamErr == nil || !strings.Contains(streamErr.Error(), "could not be bound") {
+				t.Errorf("streaming follow-up with a failing bind: error %v, want the adapter's refusal", streamErr)
+			}
 			if n := agent.Runs(); n != 1 {
 				t.Errorf("agent ran %d times, want 1 (the follow-up must not run)", n)
 			}
