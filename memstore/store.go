@@ -39,8 +39,14 @@ type Options struct {
 }
 
 // Store is an in-memory [idempotency.KeyIndex]. It also implements
-// [idempotency.Sweeper] and [idempotency.CapacityReporter]. Create it with [New]; it
-// is safe for concurrent use, starts no goroutine and needs no Close.
+// [idempotency.Sweeper] and [idempotency.CapacityReporter]. Create it with [New] (the
+// zero Store is not usable); it is safe for concurrent use, starts no goroutine and
+// needs no Close.
+//
+// A held key takes about 220 bytes besides its text (key, scope, message id, task id
+// and reply, stored in one allocation), and a Claim of a new key makes two
+// allocations. Records returned by Claim and Lookup share no memory with the store
+// that a caller could change: Reply is a fresh copy, and strings are immutable.
 type Store struct {
 	ttl   int64            // nanoseconds
 	limit int64            // keys per scope; 0 means no bound
@@ -97,7 +103,11 @@ func New(opts Options) *Store {
 	return s
 }
 
-// Claim implements [idempotency.KeyIndex.Claim].
+// Claim implements [idempotency.KeyIndex.Claim]. A takeover's lease counts from the
+// takeover. Each Claim of a new key also deletes up to a few expired keys of its
+// shard. When the scope is full, Claim deletes the expired keys of the whole store,
+// which takes every shard's lock in turn, and tries once more before it returns an
+// error wrapping [idempotency.ErrFull].
 func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
 	switch {
 	case messageID == "":
@@ -173,7 +183,9 @@ func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Du
 	return idempotency.Claim{Status: idempotency.Claimed, Token: e.token}, false
 }
 
-// Bind implements [idempotency.KeyIndex.Bind].
+// Bind implements [idempotency.KeyIndex.Bind]. A Reply counts as set when it is not
+// empty, so a Binding of an empty task id and an empty (or nil) Reply is refused as
+// empty. The store keeps a copy of the Reply.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
 	switch {
 	case token == 0:
@@ -252,7 +264,8 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	return nil
 }
 
-// Lookup implements [idempotency.KeyIndex.Lookup].
+// Lookup implements [idempotency.KeyIndex.Lookup]. It takes the lock of the key's
+// shard only: lookups of other keys, and claims, proceed in parallel.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
 	var buf [keyBufLen]byte
 	k, err := appendMapKey(buf[:0], scope, key)
@@ -274,7 +287,8 @@ func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Reco
 }
 
 // Capacity implements [idempotency.CapacityReporter]. Held counts the keys of scope
-// that are pending or bound, including expired keys not yet deleted.
+// that are pending or bound, including expired keys not yet deleted (a Claim in a full
+// scope deletes them first). Limit is zero when the store has no per-scope bound.
 func (s *Store) Capacity(ctx context.Context, scope string) (idempotency.Capacity, error) {
 	if err := ctx.Err(); err != nil {
 		return idempotency.Capacity{}, fmt.Errorf("memstore: capacity: %w", err)
