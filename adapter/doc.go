@@ -9,7 +9,7 @@
 //
 //   - [Executor] wraps an a2asrv.AgentExecutor. Before the agent runs it binds the
 //     claim the middleware put in the request context ([middleware.ClaimedSendFrom])
-//     to [a2asrv.ExecutorContext].TaskID, and refuses to run the agent when that
+//     to [a2asrv.ExecutorContext.TaskID], and refuses to run the agent when that
 //     fails. When the agent answers with a Message instead of a task, it records the
 //     Message before a2a-go sees it, so that a retry gets the same Message even when
 //     the first response never reached the client.
@@ -17,7 +17,7 @@
 //     message that names an existing task) as soon as the request arrives, so that a
 //     failed binding is reported to the client as an error and leaves the task alone.
 //   - [TaskReader] reads tasks from an a2a-go taskstore.Store for the middleware's
-//     replays ([middleware.Options].Tasks), instead of a GetTask round trip through
+//     replays ([middleware.Options.Tasks]), instead of a GetTask round trip through
 //     the HTTP handler.
 //   - [SetMessageKey], [MessageKey] and [NewKey] put keys on and read them from
 //     *a2a.Message, and [DeclareExtension] declares the extension on an agent card

@@ -56,7 +56,7 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 // For a keyed first send (the request context carries a [middleware.ClaimedSend]),
 // Execute does, in order:
 //
-//  1. Bind the key to [a2asrv.ExecutorContext].TaskID: the id a2a-go generated for a
+//  1. Bind the key to [a2asrv.ExecutorContext.TaskID]: the id a2a-go generated for a
 //     new task, or the existing task's id for a follow-up (a message that names a
 //     task). From then on a retry gets the task at once, in whatever state it has
 //     reached, even while a long blocking send is still running. Binding happens

@@ -26,7 +26,7 @@ type TaskReaderOptions struct {
 }
 
 // TaskReader is a [middleware.TaskReader] over an a2a-go taskstore.Store: set it as
-// [middleware.Options].Tasks to answer retries from the store directly, instead of
+// [middleware.Options.Tasks] to answer retries from the store directly, instead of
 // through a GetTask request sent to the wrapped handler. Create it with
 // [NewTaskReader]; it is safe for concurrent use when the store is.
 //
@@ -38,7 +38,7 @@ type TaskReaderOptions struct {
 // a2asrv.CallInterceptors) to the retry; a TaskReader does not run them. It calls the
 // store with a context carrying what a2a-go would have attached: the tenant (through
 // a2a.AttachTenant), and an a2asrv.CallContext with the request headers as service
-// parameters and the user from [TaskReaderOptions].User. A store that checks
+// parameters and the user from [TaskReaderOptions.User]. A store that checks
 // ownership (a2a-go's in-memory store with a2asrv.NewTaskStoreAuthenticator compares
 // the task's owner with CallContext.User.Name) then sees the same user as it did when
 // the task was created, provided User reproduces it; with the default, only tasks

@@ -21,7 +21,7 @@
 //     after a backoff ([RetryPolicy]) that honours Retry-After.
 //
 // A peer honours keys when its agent card declares [idempotency.ExtensionURI] (in
-// capabilities.extensions), or when the caller asserts it ([Options].PeerHonoursKeys),
+// capabilities.extensions), or when the caller asserts it ([Options.PeerHonoursKeys]),
 // which a client created from endpoints without a card must do. Against any other peer
 // the Transport changes nothing: it attaches no key (a server whose index cannot honour
 // keys refuses keyed sends rather than run them without deduplication, and does not

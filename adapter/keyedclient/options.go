@@ -16,7 +16,7 @@ const (
 )
 
 // DefaultRequestTimeout is the timeout of the HTTP client [FactoryOptions] uses when
-// [Options].HTTPClient is nil; it is a2a-go's own default.
+// [Options.HTTPClient] is nil; it is a2a-go's own default.
 const DefaultRequestTimeout = 3 * time.Minute
 
 // RetryPolicy bounds the retries of one keyed send. The zero value uses the defaults.

@@ -25,15 +25,15 @@ import (
 
 // FactoryOptions returns a2aclient factory options that make the clients they build
 // send through a [Transport]: one for the JSON-RPC binding and one for HTTP+JSON, both
-// sending with [Options].HTTPClient wrapped in a [RoundTripper]. Pass them to
+// sending with [Options.HTTPClient] wrapped in a [RoundTripper]. Pass them to
 // a2aclient.NewFromCard (the card decides whether the peer honours keys) or
-// a2aclient.NewFromEndpoints (with [Options].PeerHonoursKeys):
+// a2aclient.NewFromEndpoints (with [Options.PeerHonoursKeys]):
 //
 //	client, err := a2aclient.NewFromCard(ctx, card, keyedclient.FactoryOptions(keyedclient.Options{})...)
 //
 // They replace a2a-go's default JSON-RPC and HTTP+JSON transports, so put them after
 // any a2aclient.WithJSONRPCTransport or WithRESTTransport option (or, better, drop
-// those and set [Options].HTTPClient): a later option of that kind would replace them
+// those and set [Options.HTTPClient]): a later option of that kind would replace them
 // in turn, and sends would silently go unretried. Other bindings (gRPC) are not
 // covered.
 func FactoryOptions(opts Options) []a2aclient.FactoryOption {
