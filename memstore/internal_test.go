@@ -14,11 +14,14 @@ import (
 // keysInShard returns n well-formed keys of scope that s puts in shard i.
 func keysInShard(s *Store, scope string, i, n int) []string {
 	var keys []string
+	var b []byte
 	for j := 0; len(keys) < n; j++ {
-		k := fmt.Sprintf("shard-key-%012d", j)
-		b, _ := appendMapKey(nil, scope, k)
+		b = fmt.Appendf(b[:0], "shard-key-%012d", j)
+		k := len(b)
+		b = append(b, 0)
+		b = append(b, scope...)
 		if s.shard(maphash.Bytes(s.seed, b)) == &s.shards[i] {
-			keys = append(keys, k)
+			keys = append(keys, string(b[:k]))
 		}
 	}
 	return keys
