@@ -24,9 +24,9 @@ type Harness struct {
 	Index idempotency.KeyIndex
 
 	// Advance moves the clock of Index (and of every handle OpenHandle opens) forward
-	// by d. With it, the lease checks step over lease boundaries exactly, in steps of a
-	// few seconds, and the time-to-live and sweep checks step over hours, without
-	// sleeping; [Clock] provides one.
+	// by d. With it, the lease checks step five seconds before and after the end of a
+	// one-minute lease, the time-to-live checks step over the TTL, and the sweep checks
+	// age keys by minutes, all without sleeping; [Clock] provides one.
 	//
 	// Without it, the lease and sweep checks run on the real clock with leases and ages
 	// of a few hundred milliseconds. An index whose clock cannot resolve those (one

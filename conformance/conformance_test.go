@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -260,6 +262,20 @@ func TestCheckNames(t *testing.T) {
 		seen[c.name] = true
 		if c.name == "" || strings.ContainsAny(c.name, " /#") {
 			t.Errorf("check name %q would be rewritten in subtest names", c.name)
+		}
+	}
+}
+
+// TestDocListsEveryCheck: the package documentation names every check, since store
+// authors read it to know what a failing subtest name means.
+func TestDocListsEveryCheck(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !regexp.MustCompile(`\b` + c.name + `\b`).Match(doc) {
+			t.Errorf("doc.go does not list check %s", c.name)
 		}
 	}
 }

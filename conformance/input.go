@@ -66,7 +66,9 @@ func checkScopeKeyNoCollision(e *env) error {
 
 // checkKeySurvivesTaskDeletion: deleting a task does not delete the key bound to it: a
 // retry still gets the task id (and the server will answer that the task is gone, not
-// run the agent again), and another message is still refused.
+// run the agent again), and another message is still refused. Without a task store in
+// the harness, BoundKeyNeverTakenOver and TTLExpiresKey still show that the index does
+// not forget a bound key on its own within its TTL.
 func checkKeySurvivesTaskDeletion(e *env) error {
 	taskID, err := e.h.CreateTask(e.ctx)
 	if err != nil {
