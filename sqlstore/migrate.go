@@ -13,7 +13,7 @@ import "context"
 func (s *Store) Migrate(ctx context.Context) error {
 	if s.dialect == SQLite {
 		for _, stmt := range s.q.migrate {
-			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			if _, err := s.exec(ctx, stmt); err != nil {
 				return s.fail(ctx, "migrate", err)
 			}
 		}

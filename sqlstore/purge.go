@@ -44,17 +44,13 @@ func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPo
 		}
 		if policy.MaxBatches > 0 && r.Batches >= policy.MaxBatches {
 			var left bool
-			if err := s.db.QueryRowContext(ctx, s.q.purgeLeft, s.args(ageMicros)...).Scan(&left); err != nil {
+			if err := s.queryRow(ctx, s.q.purgeLeft, s.args(ageMicros), &left); err != nil {
 				return r, s.fail(ctx, "purge: count what is left", err)
 			}
 			r.Complete = !left
 			return r, nil
 		}
-		res, err := s.db.ExecContext(ctx, s.q.purge, s.args(ageMicros, size)...)
-		if err != nil {
-			return r, s.fail(ctx, "purge", err)
-		}
-		n, err := res.RowsAffected()
+		n, err := s.exec(ctx, s.q.purge, s.args(ageMicros, size)...)
 		if err != nil {
 			return r, s.fail(ctx, "purge", err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // sqliteDSN is the DSN the package documentation recommends.
 func sqliteDSN(path string) string {
-	return "file:" + path + "?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate"
+	return "file:" + path + "?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
 }
 
 // openSQLite opens two handles on one fresh database file, as two processes would.

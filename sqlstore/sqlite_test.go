@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/a2akit/idempotency/sqlstore"
@@ -16,4 +17,32 @@ func TestSQLite(t *testing.T) { testStore(t, openSQLite) }
 func TestSQLiteStatementCount(t *testing.T) {
 	dsn := sqliteDSN(filepath.Join(t.TempDir(), "keys.db"))
 	testStatementCount(t, sqlstore.SQLite, &countingConnector{driver: &sqlite3.SQLiteDriver{}, dsn: dsn}, "keys")
+}
+
+func BenchmarkSQLiteClaims(b *testing.B) { benchmarkClaims(b, openSQLite) }
+
+func TestSQLiteBlockedDeadline(t *testing.T) {
+	db := openSQLite(t)
+	testBlockedDeadline(t, db, func(t *testing.T, table string) func() {
+		tx, err := db.a.Beginx() // BEGIN IMMEDIATE (_txlock=immediate): the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() { tx.Rollback() }
+	})
+}
+
+// TestSQLiteBusyRetries runs the contention test with SQLite's own busy wait off: every
+// SQLITE_BUSY reaches the store, which must retry it.
+func TestSQLiteBusyRetries(t *testing.T) {
+	dsn := "file:" + filepath.Join(t.TempDir(), "keys.db") + "?_journal_mode=WAL&_busy_timeout=0&_txlock=immediate"
+	open := func() *sqlx.DB {
+		db, err := sqlx.Open("sqlite3", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	testTwoPoolsOneWinner(t, &database{dialect: sqlstore.SQLite, a: open(), b: open()})
 }

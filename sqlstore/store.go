@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -137,11 +139,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 	leaseMicros := (lease + time.Microsecond - 1).Microseconds()
 	for range maxClaimAttempts {
 		token := newToken()
-		res, err := s.db.ExecContext(ctx, s.q.claim, s.args(scope, key, messageID, int64(token), leaseMicros)...)
-		if err != nil {
-			return idempotency.Claim{}, s.fail(ctx, "claim", err)
-		}
-		switch n, err := res.RowsAffected(); {
+		switch n, err := s.exec(ctx, s.q.claim, s.args(scope, key, messageID, int64(token), leaseMicros)...); {
 		case err != nil:
 			return idempotency.Claim{}, s.fail(ctx, "claim", err)
 		case n == 1:
@@ -181,11 +179,7 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 		return fmt.Errorf("sqlstore: bind: %w: the binding has neither a task id nor a reply", idempotency.ErrInvalidArgument)
 	}
 	taskID, reply := nullable(b)
-	res, err := s.db.ExecContext(ctx, s.q.bind, s.args(scope, key, int64(token), taskID, reply)...)
-	if err != nil {
-		return s.fail(ctx, "bind", err)
-	}
-	switch n, err := res.RowsAffected(); {
+	switch n, err := s.exec(ctx, s.q.bind, s.args(scope, key, int64(token), taskID, reply)...); {
 	case err != nil:
 		return s.fail(ctx, "bind", err)
 	case n == 1:
@@ -219,11 +213,7 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	if err := checkTokenArgs(key, token); err != nil {
 		return fmt.Errorf("sqlstore: release: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, s.q.release, scope, key, int64(token))
-	if err != nil {
-		return s.fail(ctx, "release", err)
-	}
-	switch n, err := res.RowsAffected(); {
+	switch n, err := s.exec(ctx, s.q.release, scope, key, int64(token)); {
 	case err != nil:
 		return s.fail(ctx, "release", err)
 	case n == 1:
@@ -263,8 +253,8 @@ func (s *Store) read(ctx context.Context, scope, key string) (rec idempotency.Re
 		taskID              sql.NullString
 		claimedAt, leaseEnd timeValue
 	)
-	err = s.db.QueryRowContext(ctx, s.q.read, s.args(scope, key)...).
-		Scan(&rec.MessageID, &taskID, &rec.Reply, &claimedAt, &leaseEnd, &leaseEnded)
+	err = s.queryRow(ctx, s.q.read, s.args(scope, key),
+		&rec.MessageID, &taskID, &rec.Reply, &claimedAt, &leaseEnd, &leaseEnded)
 	if errors.Is(err, sql.ErrNoRows) {
 		return idempotency.Record{}, false, false, nil
 	}
@@ -291,7 +281,7 @@ func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found
 		token  int64
 		taskID sql.NullString
 	)
-	err = s.db.QueryRowContext(ctx, s.q.owner, s.args(scope, key)...).Scan(&token, &taskID, &o.reply)
+	err = s.queryRow(ctx, s.q.owner, s.args(scope, key), &token, &taskID, &o.reply)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ownerRow{}, false, nil
 	}
@@ -303,6 +293,62 @@ func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found
 		o.reply = nil
 	}
 	return o, true, nil
+}
+
+// exec runs a statement that changes rows, and returns how many it changed.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.retryBusy(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// queryRow runs a query and scans its first row into dest; it returns sql.ErrNoRows
+// when there is none.
+func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return s.retryBusy(ctx, func() error {
+		return s.db.QueryRowContext(ctx, query, args...).Scan(dest...)
+	})
+}
+
+// maxBusyWait bounds how long the store retries a statement that found a SQLite
+// database locked, when ctx does not end first.
+const maxBusyWait = 5 * time.Second
+
+// retryBusy runs f, and on SQLite runs it again while it fails because the database is
+// locked (SQLITE_BUSY), after short, growing, jittered pauses, until ctx ends or
+// maxBusyWait has passed. A statement that failed with SQLITE_BUSY changed nothing,
+// so running it again is safe. SQLite's own busy wait (the DSN's _busy_timeout) does
+// not observe ctx: this loop is what lets a deadline end the wait.
+func (s *Store) retryBusy(ctx context.Context, f func() error) error {
+	err := f()
+	if s.dialect != SQLite || !isBusy(err) {
+		return err
+	}
+	give := time.Now().Add(maxBusyWait)
+	for pause := time.Millisecond; isBusy(err) && time.Now().Before(give); pause = min(2*pause, 32*time.Millisecond) {
+		t := time.NewTimer(pause/2 + mrand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		err = f()
+	}
+	return err
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY, without importing a driver: the
+// message of that code is "database is locked" in every Go SQLite driver.
+func isBusy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "database is locked")
 }
 
 // args returns the statement arguments a, followed by the current time when the store
