@@ -22,7 +22,8 @@ const (
 // TestMemstore runs the suite on memstore with every capability: a controllable
 // clock, a second handle (the same *Store, reached through another value: in memory,
 // the storage is the Store), and a task store of its own, whose deletions the
-// Store must not notice.
+// Store must not notice. memstore's own tests run the suite on the real clock, and
+// the benchmark.
 func TestMemstore(t *testing.T) {
 	conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
 		clock := conformance.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
@@ -36,20 +37,6 @@ func TestMemstore(t *testing.T) {
 			CreateTask: tasks.create,
 			DeleteTask: tasks.delete,
 		}
-	})
-}
-
-// TestMemstoreRealClock runs the suite on memstore with its defaults, on the real
-// clock.
-func TestMemstoreRealClock(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) idempotency.KeyIndex {
-		return memstore.New(memstore.Options{})
-	})
-}
-
-func BenchmarkMemstore(b *testing.B) {
-	conformance.Benchmark(b, func(b *testing.B) idempotency.KeyIndex {
-		return memstore.New(memstore.Options{})
 	})
 }
 
