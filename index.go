@@ -19,7 +19,8 @@ import (
 // its storage.
 //
 // Every method honours ctx: when ctx is done before the operation took effect, it
-// returns an error and the operation did not take effect (a cancelled Claim consumes
+// returns an error (which should wrap ctx.Err(), so callers can tell a gone client from
+// a failing store) and the operation did not take effect (a cancelled Claim consumes
 // nothing). Expected outcomes are return values; a non-nil error means the index could
 // not do what was asked (storage unreachable, timeout, fenced out), and callers must not
 // assume anything was stored. Sentinel errors are wrapped with context and compared
@@ -45,11 +46,13 @@ type KeyIndex interface {
 	// was reused for a different send, and nothing about the holder is disclosed.
 	//
 	// Concurrent Claims of one (scope, key) resolve to exactly one [Claimed]; the others
-	// see the winner's claim. A pending claim whose lease (claim time plus lease) has
-	// ended was abandoned by its owner (a crash): the next Claim by the same message
-	// takes it over and returns [Claimed] with a new token, after which the old token is
-	// fenced out. A takeover keeps the original claim time. A claim by another message
-	// never takes over; it reports [HeldByOtherMessage]. lease must be positive.
+	// see the winner's claim. A pending claim whose lease has ended (the lease runs from
+	// the claim, or from the latest takeover) was abandoned by its owner (a crash): the
+	// next Claim by the same message takes it over and returns [Claimed] with a new
+	// token and a fresh lease, after which the old token is fenced out. A takeover keeps
+	// the original claim time, so it does not extend the key's time to live. A claim by
+	// another message never takes over; it reports [HeldByOtherMessage]. lease must be
+	// positive.
 	//
 	// When the index bounds the number of keys per scope and the scope is full, Claim
 	// returns an error wrapping [ErrFull]; it never evicts a pending claim to make room.
@@ -63,19 +66,24 @@ type KeyIndex interface {
 	//
 	// Only the current owner may bind: when the key is held under another token (taken
 	// over after the lease ended) or is no longer held, Bind returns an error wrapping
-	// [ErrNotOwner]. Binding is idempotent: binding the value already bound again with
-	// the same token succeeds and changes nothing. A key bound to a TaskID alone may
-	// later be given a Reply with the same TaskID (the agent answered with a Message
-	// after its task id was bound); any other change returns an error wrapping
-	// [ErrAlreadyBound]. A Binding with neither field set wraps [ErrInvalidArgument].
+	// [ErrNotOwner]; the token is checked first, so this holds for a bound key too.
+	// Binding is idempotent: binding the value already bound (or a part of it, such as
+	// the TaskID alone of a key bound to a TaskID and a Reply) again with the same token
+	// succeeds and changes nothing. A key bound to a TaskID alone may later be given a
+	// Reply with the same TaskID (the agent answered with a Message after its task id
+	// was bound); any other change returns an error wrapping [ErrAlreadyBound]. A Reply
+	// counts as set when it is not empty. A Binding with neither field set wraps
+	// [ErrInvalidArgument].
 	Bind(ctx context.Context, scope, key string, token Token, b Binding) error
 
 	// Release frees (scope, key) when it is still pending under token, so that an
 	// identical retry runs normally. Call it when the send failed before any task
-	// existed. Releasing a key that is not held, or already released, returns nil. A
-	// bound key is never released: Release on it returns nil and changes nothing. When
-	// the key is held under another token, Release returns an error wrapping
-	// [ErrNotOwner] and changes nothing.
+	// existed. Releasing a key that is not held, or already released, returns nil. When
+	// the key is held under another token (pending or bound), Release returns an error
+	// wrapping [ErrNotOwner] and changes nothing. A key bound under token is never
+	// released: Release on it returns nil and changes nothing. Callers that release
+	// after their request was cancelled should pass a context that is still live
+	// (context.WithoutCancel with a timeout): a cancelled ctx releases nothing.
 	Release(ctx context.Context, scope, key string, token Token) error
 
 	// Lookup returns what is known of (scope, key) now, and false when the key is
