@@ -47,6 +47,8 @@ type database struct {
 	a, b    *sqlx.DB
 	// prefix qualifies the names of the tables a test creates ("" or "schema.").
 	prefix string
+	// open opens another pool on the database, closed when the test ends.
+	open func() *sqlx.DB
 }
 
 // stores returns two migrated stores on one fresh table, one per pool.
@@ -115,5 +117,5 @@ func openPostgres(t testing.TB, driver string) *database {
 			t.Errorf("drop schema: %v", err)
 		}
 	})
-	return &database{dialect: sqlstore.PostgreSQL, a: a, b: b, prefix: schema + "."}
+	return &database{dialect: sqlstore.PostgreSQL, a: a, b: b, prefix: schema + ".", open: open}
 }

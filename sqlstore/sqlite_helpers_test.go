@@ -32,5 +32,5 @@ func openSQLite(t testing.TB) *database {
 		}
 		return db
 	}
-	return &database{dialect: sqlstore.SQLite, a: open(), b: open()}
+	return &database{dialect: sqlstore.SQLite, a: open(), b: open(), open: open}
 }

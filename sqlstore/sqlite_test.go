@@ -46,3 +46,5 @@ func TestSQLiteBusyRetries(t *testing.T) {
 	}
 	testTwoPoolsOneWinner(t, &database{dialect: sqlstore.SQLite, a: open(), b: open()})
 }
+
+func TestSQLiteConformance(t *testing.T) { runConformance(t, openSQLite) }
