@@ -168,9 +168,11 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 // The bind is one UPDATE whose WHERE clause checks the token, that the key is live,
 // and that the binding is allowed (the key is pending, or bound to b.TaskID alone and
 // b adds a Reply). When it affects no row, one SELECT tells why: no live key, or
-// another token, is [idempotency.ErrNotOwner]; the same token with exactly b already
-// bound is success (binding is idempotent); the same token with something else bound
-// is [idempotency.ErrAlreadyBound]. An empty Reply counts as none.
+// another token, is [idempotency.ErrNotOwner], whatever is bound; the same token with
+// b, or more than b, already bound is success (binding is idempotent: a key bound to a
+// task and a reply may be bound again to the task alone, or to the reply alone); the
+// same token with something else bound is [idempotency.ErrAlreadyBound]. An empty
+// Reply counts as none.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
 	if err := checkTokenArgs(key, token); err != nil {
 		return fmt.Errorf("sqlstore: bind: %w", err)
@@ -193,12 +195,12 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 		return s.fail(ctx, "bind: read owner", err)
 	case !found || o.token != token:
 		return fmt.Errorf("sqlstore: bind: %w", idempotency.ErrNotOwner)
-	case o.taskID == b.TaskID && bytes.Equal(o.reply, b.Reply):
-		return nil
 	case o.taskID == "" && o.reply == nil:
 		// Still pending under this token, yet the UPDATE did not match: only a clock
 		// that went backwards gets here.
 		return errors.New("sqlstore: bind: the key changed while binding")
+	case (b.TaskID == "" || b.TaskID == o.taskID) && (len(b.Reply) == 0 || bytes.Equal(b.Reply, o.reply)):
+		return nil // b is what is bound, or a part of it
 	}
 	return fmt.Errorf("sqlstore: bind: %w", idempotency.ErrAlreadyBound)
 }

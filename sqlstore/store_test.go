@@ -218,7 +218,9 @@ func testBindAndRelease(t *testing.T, db *database) {
 		{idempotency.Binding{TaskID: "t2", Reply: reply}, idempotency.ErrAlreadyBound},
 		{idempotency.Binding{TaskID: "t1", Reply: reply}, nil}, // the task gains a reply
 		{idempotency.Binding{TaskID: "t1", Reply: reply}, nil},
-		{idempotency.Binding{TaskID: "t1"}, idempotency.ErrAlreadyBound},
+		{idempotency.Binding{TaskID: "t1"}, nil}, // a part of what is bound
+		{idempotency.Binding{Reply: reply}, nil}, // a part of what is bound
+		{idempotency.Binding{TaskID: "t2"}, idempotency.ErrAlreadyBound},
 		{idempotency.Binding{TaskID: "t1", Reply: []byte(`{}`)}, idempotency.ErrAlreadyBound},
 		{idempotency.Binding{}, idempotency.ErrInvalidArgument},
 	} {
