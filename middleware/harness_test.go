@@ -153,10 +153,11 @@ func (s *deletableStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.Sto
 type harnessConfig struct {
 	index   idempotency.KeyIndex // nil: a memstore index, unless noIndex
 	noIndex bool
-	opts    middleware.Options // ReplayWait defaults to 300ms here
-	card    http.Handler       // nil: a static a2a-go card
-	inner   http.Handler       // nil: the a2a-go mux
-	record  bool               // record what the wrapped handler received and wrote
+	opts    middleware.Options                   // ReplayWait defaults to 300ms here
+	card    http.Handler                         // nil: a static a2a-go card
+	inner   http.Handler                         // nil: the a2a-go mux
+	record  bool                                 // record what the wrapped handler received and wrote
+	tasks   func(*harness) middleware.TaskReader // sets opts.Tasks
 }
 
 type harness struct {
@@ -200,6 +201,9 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	h.index = cfg.index
 	if h.index == nil && !cfg.noIndex {
 		h.index = memstore.New(memstore.Options{})
+	}
+	if cfg.tasks != nil {
+		cfg.opts.Tasks = cfg.tasks(h)
 	}
 	h.srv = httptest.NewServer(h.middleware(cfg.opts)(h.inner))
 	t.Cleanup(h.srv.Close)
@@ -410,6 +414,28 @@ func waitState(t *testing.T, c *a2aclient.Client, id a2a.TaskID, state a2a.TaskS
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("task %s did not reach %s (last: %v, %v)", id, state, task, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitInactive waits until a2a-go no longer runs an execution for task id: a
+// subscription to it then fails.
+func waitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		for _, err = range c.SubscribeToTask(context.Background(), &a2a.SubscribeToTaskRequest{ID: id}) {
+			if err != nil {
+				break
+			}
+		}
+		if errors.Is(err, a2a.ErrTaskNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s still has an active execution", id)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

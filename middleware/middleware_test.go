@@ -2,7 +2,10 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -265,6 +268,9 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
+			// Once the execution has ended (a2a-go serves a subscription from a
+			// running execution, not from the store), delete the task.
+			waitInactive(t, c, taskOf(first[0]))
 			h.store.delete(taskOf(first[0]))
 			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
@@ -317,4 +323,56 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// storeReader is a TaskReader over the harness's task store.
+type storeReader struct{ h *harness }
+
+func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
+	st, err := s.h.store.Get(ctx, a2a.TaskID(taskID))
+	if errors.Is(err, a2a.ErrTaskNotFound) {
+		return nil, fmt.Errorf("task %s: %w", taskID, middleware.ErrTaskNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(st.Task)
+}
+
+// With Options.Tasks, replays read tasks through it, not through the wrapped handler.
+func TestReplayThroughTaskReader(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{record: true, tasks: func(h *harness) middleware.TaskReader { return storeReader{h} }})
+			c := h.client(m.binding, "", "")
+			ctx := context.Background()
+			msg := keyedMessage(t, idempotency.NewKey(), "echo through the reader")
+			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			id := taskOf(first[0])
+			retry, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			task, ok := retry[0].(*a2a.Task)
+			if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 {
+				t.Fatalf("retry: %#v, want task %s completed without history", retry[0], id)
+			}
+			for _, x := range h.innerR.exchanges() {
+				if x.method == "GET" || strings.Contains(string(x.reqBody), `"GetTask"`) {
+					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.method, x.path, x.reqBody)
+				}
+			}
+			waitInactive(t, c, id)
+			h.store.delete(id)
+			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+		})
+	}
 }
