@@ -1,9 +1,13 @@
 package sqlstore_test
 
 import (
+	"context"
 	"testing"
 
 	_ "github.com/lib/pq"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore"
 )
 
 func TestPostgres(t *testing.T) {
@@ -22,4 +26,20 @@ func TestPostgresBlockedDeadline(t *testing.T) {
 		}
 		return func() { tx.Rollback() }
 	})
+}
+
+// TestPostgresTableNames: a reserved word and a mixed-case name work as table names
+// (they are quoted, so the case is kept).
+func TestPostgresTableNames(t *testing.T) {
+	db := openPostgres(t, "postgres")
+	for _, name := range []string{"order", "Keys"} {
+		a, b := db.stores(t, sqlstore.Options{Table: db.prefix + name})
+		c := mustClaim(t, a, "", key(1), "m", idempotency.Claimed)
+		if err := b.Bind(context.Background(), "", key(1), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+			t.Errorf("table %q: Bind: %v", name, err)
+		}
+		if err := b.Migrate(context.Background()); err != nil {
+			t.Errorf("table %q: Migrate again: %v", name, err)
+		}
+	}
 }

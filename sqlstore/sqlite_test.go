@@ -3,12 +3,14 @@
 package sqlstore_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -48,3 +50,19 @@ func TestSQLiteBusyRetries(t *testing.T) {
 }
 
 func TestSQLiteConformance(t *testing.T) { runConformance(t, openSQLite) }
+
+// TestSQLiteTableNames: a schema-qualified name and a reserved word work as table
+// names.
+func TestSQLiteTableNames(t *testing.T) {
+	db := openSQLite(t)
+	for _, name := range []string{"main.keys", "order", "Select"} {
+		a, b := db.stores(t, sqlstore.Options{Table: name})
+		c := mustClaim(t, a, "", key(1), "m", idempotency.Claimed)
+		if err := b.Bind(context.Background(), "", key(1), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+			t.Errorf("table %q: Bind: %v", name, err)
+		}
+		if err := b.Migrate(context.Background()); err != nil {
+			t.Errorf("table %q: Migrate again: %v", name, err)
+		}
+	}
+}
