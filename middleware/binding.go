@@ -67,12 +67,14 @@ type send struct {
 	// prefix is the HTTP+JSON path before /message:send, tenant segment included.
 	prefix string
 
-	tenant            string
-	hasMessage        bool
-	messageID         string
-	taskID            string
-	historyLength     *int
-	returnImmediately bool
+	tenant     string
+	hasMessage bool
+	messageID  string
+	// taskID is the task a follow-up message continues, or empty.
+	taskID string
+	// historyLength shapes the task of a replay. (returnImmediately is not read: a
+	// replay answers the task as it is now, blocking or not.)
+	historyLength *int
 
 	// keyed reports whether the message's metadata names the idempotency key, and key
 	// and keyErr are what idempotency.KeyOf made of it.

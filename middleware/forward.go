@@ -21,6 +21,8 @@ func (x *exchange) forward(token idempotency.Token) {
 	k := waitKey{x.scope, x.s.key}
 	cs.notify = func() { m.waiters.notify(k) }
 	rec := &recorder{x: x, w: x.w, cs: cs}
+	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
+		slog.String("message_id", x.s.messageID), slog.String("follow_up_of", x.s.taskID))
 	x.h.next.ServeHTTP(rec, x.r.WithContext(ContextWithClaimedSend(x.r.Context(), cs)))
 	x.observe(rec.finish())
 }

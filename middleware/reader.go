@@ -25,8 +25,7 @@ type sendParams struct {
 
 // sendConfig mirrors a2a.SendMessageConfig.
 type sendConfig struct {
-	ReturnImmediately bool `json:"returnImmediately,omitempty"`
-	HistoryLength     *int `json:"historyLength,omitempty"`
+	HistoryLength *int `json:"historyLength,omitempty"`
 }
 
 // message mirrors a2a.Message.
@@ -41,7 +40,6 @@ func (p *sendParams) fill(s *send) {
 	s.tenant = p.Tenant
 	if p.Config != nil {
 		s.historyLength = p.Config.HistoryLength
-		s.returnImmediately = p.Config.ReturnImmediately
 	}
 	if p.Message == nil {
 		return

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -248,6 +249,42 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 				t.Fatalf("agent ran %d times for %d keys", n, keys)
 			}
 			t.Logf("%d keys × %d concurrent sends: %v", keys, concurrent, time.Since(start))
+		})
+	}
+}
+
+// A client that goes away while its keyed send runs leaves the key pending: the
+// agent may go on in the background (a2a-go runs it detached from the request), so
+// an identical retry must not run it again. It waits, then gets 409.
+func TestClientGoneKeepsKeyPending(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
+			c := h.client(m.binding, "", "")
+			msg := keyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				done <- err
+			}()
+			<-h.agent.started
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("cancelled send succeeded")
+			}
+			h.expectOutcomes(middleware.OutcomeClaimed)
+
+			_, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if x := h.wire.last(); err == nil || x.status != http.StatusConflict {
+				t.Fatalf("retry: %v (HTTP %d), want 409", err, x.status)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+			if !strings.Contains(h.logs.String(), "key stays pending until its lease ends") {
+				t.Fatalf("logs %q do not say why the key stays pending", h.logs.String())
+			}
 		})
 	}
 }

@@ -1,0 +1,105 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// countingIndex counts Binds.
+type countingIndex struct {
+	idempotency.KeyIndex
+	binds atomic.Int64
+}
+
+func (c *countingIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
+	c.binds.Add(1)
+	return c.KeyIndex.Bind(ctx, scope, key, token, b)
+}
+
+// earlyBinder stands for code behind the middleware (the a2a-go adapter): it binds
+// the claimed key to task "t-1" before its agent runs, then answers with the task,
+// or with a Message when the text says so. It serves GetTask for the replays.
+func earlyBinder(t *testing.T, claimed *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		task := `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}`
+		if req.Method == "GetTask" {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+task+`}`)
+			return
+		}
+		cs, ok := middleware.ClaimedSendFrom(r.Context())
+		if !ok {
+			t.Errorf("a keyed first send reached the handler without its claim")
+			return
+		}
+		claimed.Add(1)
+		if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "t-1"}); err != nil {
+			t.Errorf("early bind: %v", err)
+		}
+		if strings.Contains(string(body), "reply") {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"message":{"messageId":"r-1","role":"ROLE_AGENT","parts":[{"text":"ok"}]}}}`)
+			return
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"task":`+task+`}}`)
+	})
+}
+
+// Code behind the middleware binds through the ClaimedSend in the request context;
+// the middleware then does not bind the same task again, and a Message answer is
+// recorded as the reply of that task.
+func TestEarlyBindThroughClaimedSend(t *testing.T) {
+	idx := &countingIndex{KeyIndex: memstore.New(memstore.Options{})}
+	var claimed atomic.Int64
+	h := newHarness(t, harnessConfig{index: idx, inner: earlyBinder(t, &claimed)})
+	post := func(messageID, text, key string) string {
+		body := `{"jsonrpc":"2.0","id":"x","method":"SendMessage","params":{"message":{"messageId":"` + messageID +
+			`","role":"ROLE_USER","parts":[{"text":"` + text + `"}],"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}}}`
+		_, got := httpDo(t, h.hc, "POST", h.srv.URL+"/jsonrpc", body, nil)
+		return string(got)
+	}
+
+	key := idempotency.NewKey()
+	first := post("m-1", "task", key)
+	if !strings.Contains(first, `"task":{"id":"t-1"`) || idx.binds.Load() != 1 {
+		t.Fatalf("first send %s with %d index binds, want the task and 1 bind", first, idx.binds.Load())
+	}
+	var retry struct {
+		ID     string `json:"id"`
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if raw := post("m-1", "task", key); json.Unmarshal([]byte(raw), &retry) != nil || retry.ID != "x" || retry.Result.Task.ID != "t-1" {
+		t.Fatalf("retry %s, want task t-1", raw)
+	}
+
+	key = idempotency.NewKey()
+	first = post("m-2", "reply", key)
+	if !strings.Contains(first, `"message":{"messageId":"r-1"`) || idx.binds.Load() != 3 {
+		t.Fatalf("first send %s with %d index binds, want the Message and 2 more binds (task, then reply)", first, idx.binds.Load())
+	}
+	if retry := post("m-2", "reply", key); !strings.Contains(retry, `"message":{"messageId":"r-1"`) {
+		t.Fatalf("retry %s, want the Message reply", retry)
+	}
+	if claimed.Load() != 2 {
+		t.Fatalf("the handler ran %d first sends, want 2", claimed.Load())
+	}
+	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeClaimed, middleware.OutcomeReplayed)
+}
