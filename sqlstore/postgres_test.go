@@ -1,7 +1,9 @@
 package sqlstore_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	_ "github.com/lib/pq"
@@ -41,5 +43,32 @@ func TestPostgresTableNames(t *testing.T) {
 		if err := b.Migrate(context.Background()); err != nil {
 			t.Errorf("table %q: Migrate again: %v", name, err)
 		}
+	}
+}
+
+// TestPostgresText: text a TEXT column cannot hold is refused before it reaches the
+// database.
+func TestPostgresText(t *testing.T) {
+	a, _ := openPostgres(t, "postgres").stores(t, sqlstore.Options{})
+	ctx := context.Background()
+	c := mustClaim(t, a, "", key(1), "m", idempotency.Claimed)
+	for name, err := range map[string]error{
+		"Claim(NUL in scope)":          claimErr(a.Claim(ctx, "a\x00b", key(2), "m", lease)),
+		"Claim(invalid UTF-8 message)": claimErr(a.Claim(ctx, "", key(2), "m\xff", lease)),
+		"Bind(NUL in task id)":         a.Bind(ctx, "", key(1), c.Token, idempotency.Binding{TaskID: "t\x00"}),
+		"Lookup(invalid UTF-8 scope)":  lookupErr(a.Lookup(ctx, "\xc3", key(1))),
+		"Release(NUL in scope)":        a.Release(ctx, "\x00", key(1), c.Token),
+	} {
+		if !errors.Is(err, idempotency.ErrInvalidArgument) {
+			t.Errorf("%s = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	// A reply is bytes, and any bytes are kept.
+	reply := []byte("{\"x\":\"\x00\xff\"}")
+	if err := a.Bind(ctx, "", key(1), c.Token, idempotency.Binding{Reply: reply}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _, err := a.Lookup(ctx, "", key(1)); err != nil || !bytes.Equal(rec.Reply, reply) {
+		t.Errorf("Lookup = %q, %v; want the reply's bytes", rec.Reply, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
@@ -46,6 +47,12 @@ type Options struct {
 // Store is an [idempotency.KeyIndex] and [idempotency.Sweeper] on a SQL table. Create it
 // with [New]; it is safe for concurrent use, and any number of Stores, in one process
 // or many, may share one table.
+//
+// Beyond the KeyIndex contract, a scope is at most [MaxScopeLength] bytes, and on
+// PostgreSQL scopes, message ids and task ids must be UTF-8 without NUL bytes (what a
+// TEXT column holds); other input is refused with an error wrapping
+// [idempotency.ErrInvalidArgument] before any statement runs. Replies are stored as
+// bytes, verbatim.
 type Store struct {
 	db      *sqlx.DB
 	dialect Dialect
@@ -127,8 +134,8 @@ const maxClaimAttempts = 8
 // it never reports [idempotency.Claimed] for a claim its own statement did not make.
 // Lease is rounded up to a whole microsecond.
 func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if err := idempotency.ValidateKey(key); err != nil {
-		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w: %w", idempotency.ErrInvalidArgument, err)
+	if err := s.checkArgs(scope, key, messageID, "message id"); err != nil {
+		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
 	}
 	if messageID == "" {
 		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w: empty message id", idempotency.ErrInvalidArgument)
@@ -174,8 +181,11 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 // same token with something else bound is [idempotency.ErrAlreadyBound]. An empty
 // Reply counts as none.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if err := checkTokenArgs(key, token); err != nil {
+	if err := s.checkArgs(scope, key, b.TaskID, "task id"); err != nil {
 		return fmt.Errorf("sqlstore: bind: %w", err)
+	}
+	if token == 0 {
+		return fmt.Errorf("sqlstore: bind: %w: zero token", idempotency.ErrInvalidArgument)
 	}
 	if b.TaskID == "" && len(b.Reply) == 0 {
 		return fmt.Errorf("sqlstore: bind: %w: the binding has neither a task id nor a reply", idempotency.ErrInvalidArgument)
@@ -212,8 +222,11 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 // its time to live), or a key bound under token, returns nil; a live key under another
 // token, pending or bound, is [idempotency.ErrNotOwner].
 func (s *Store) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	if err := checkTokenArgs(key, token); err != nil {
+	if err := s.checkArgs(scope, key, "", ""); err != nil {
 		return fmt.Errorf("sqlstore: release: %w", err)
+	}
+	if token == 0 {
+		return fmt.Errorf("sqlstore: release: %w: zero token", idempotency.ErrInvalidArgument)
 	}
 	switch n, err := s.exec(ctx, s.q.release, scope, key, int64(token)); {
 	case err != nil:
@@ -239,8 +252,8 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 
 // Lookup implements [idempotency.KeyIndex.Lookup] with one SELECT.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	if err := idempotency.ValidateKey(key); err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("sqlstore: lookup: %w: %w", idempotency.ErrInvalidArgument, err)
+	if err := s.checkArgs(scope, key, "", ""); err != nil {
+		return idempotency.Record{}, false, fmt.Errorf("sqlstore: lookup: %w", err)
 	}
 	rec, _, found, err := s.read(ctx, scope, key)
 	if err != nil {
@@ -376,14 +389,33 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqlstore: %s: %w", op, err)
 }
 
-func checkTokenArgs(key string, token idempotency.Token) error {
+// MaxScopeLength bounds the length of a scope, in bytes, so that the primary key of
+// (scope, key) fits a PostgreSQL index entry.
+const MaxScopeLength = 2048
+
+// checkArgs checks the key, the scope and one more text argument (the message id or
+// the task id, named what). On PostgreSQL, TEXT columns hold only valid UTF-8 without
+// NUL bytes, so other text is refused before it reaches the database.
+func (s *Store) checkArgs(scope, key, text, what string) error {
 	if err := idempotency.ValidateKey(key); err != nil {
 		return fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
 	}
-	if token == 0 {
-		return fmt.Errorf("%w: zero token", idempotency.ErrInvalidArgument)
+	if len(scope) > MaxScopeLength {
+		return fmt.Errorf("%w: scope of %d bytes, longer than %d", idempotency.ErrInvalidArgument, len(scope), MaxScopeLength)
+	}
+	if s.dialect == PostgreSQL {
+		if !storableText(scope) {
+			return fmt.Errorf("%w: scope is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument)
+		}
+		if !storableText(text) {
+			return fmt.Errorf("%w: %s is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument, what)
+		}
 	}
 	return nil
+}
+
+func storableText(s string) bool {
+	return utf8.ValidString(s) && !strings.Contains(s, "\x00")
 }
 
 // nullable returns b's fields as statement arguments, NULL when unset.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +110,9 @@ func testHeldRecords(t *testing.T, db *database) {
 		t.Errorf("HeldByOtherMessage discloses %+v", other.Record)
 	}
 	mustClaim(t, b, "other-tenant", key(1), "m2", idempotency.Claimed)
+	mustClaim(t, b, "租户-ü", key(1), "m3", idempotency.Claimed)
+	mustClaim(t, b, "租户-ü", key(1), "m3", idempotency.HeldBySameMessage)
+	mustClaim(t, b, strings.Repeat("s", sqlstore.MaxScopeLength), key(1), "m4", idempotency.Claimed)
 
 	reply := []byte(`{"messageId":"r1","role":"ROLE_AGENT","parts":[{"text":"hi"}]}`)
 	if err := b.Bind(ctx, "tenant", key(1), c.Token, idempotency.Binding{TaskID: "t1"}); err != nil {
@@ -278,6 +282,7 @@ func testBindAndRelease(t *testing.T, db *database) {
 		"Release(bad key)":  a.Release(ctx, "", "bad key with spaces", 1),
 		"Release(zero)":     a.Release(ctx, "", key(9), 0),
 		"Lookup(bad key)":   lookupErr(a.Lookup(ctx, "", "x")),
+		"Claim(long scope)": claimErr(a.Claim(ctx, strings.Repeat("s", sqlstore.MaxScopeLength+1), key(9), "m", lease)),
 	} {
 		if !errors.Is(err, idempotency.ErrInvalidArgument) {
 			t.Errorf("%s = %v, want ErrInvalidArgument", name, err)
