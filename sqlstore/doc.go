@@ -46,6 +46,14 @@
 // Fencing tokens are 63 random bits from crypto/rand, so that tokens are unique across
 // every process sharing the table without coordination.
 //
+// On PostgreSQL every statement runs on its own at the default READ COMMITTED level.
+// ON CONFLICT waits for a concurrent claim of the same key to commit and then judges
+// the WHERE clause against the committed row, so exactly one claim wins. The SELECT
+// that follows a claim that did not win runs on a newer snapshot and may find the key
+// already released or expired; Claim then starts over instead of guessing. lib/pq
+// parses every statement anew; the pgx stdlib driver caches prepared statements, which
+// more than doubled claims per second in a pgbench run of the claim statement.
+//
 // # Clocks
 //
 // Every time the store writes or compares (claim time, lease end, time-to-live and
