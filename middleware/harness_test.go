@@ -295,6 +295,8 @@ func (h *harness) lastEvent() middleware.Event {
 	return h.events[len(h.events)-1]
 }
 
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
 func testCard() *a2a.AgentCard {
 	return &a2a.AgentCard{
 		Name:               "Echo",

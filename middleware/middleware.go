@@ -65,7 +65,7 @@ type middleware struct {
 	index    idempotency.KeyIndex
 	opts     Options
 	log      *slog.Logger
-	bindings []binding // asked in order; the last owns every POST
+	bindings []binding // asked in order; the last one owns every POST
 	waiters  notifier
 
 	honour       atomic.Pointer[honourState]
@@ -149,7 +149,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // bindingFor returns the binding that owns the POST request r.
 func (m *middleware) bindingFor(r *http.Request) binding {
-	for _, b := range m.bindings[:len(m.bindings)-1] {
+	for _, b := range m.bindings {
 		if b.owns(r) {
 			return b
 		}
@@ -161,17 +161,29 @@ func (m *middleware) bindingFor(r *http.Request) binding {
 // same bytes, with a ContentLength to match.
 func (m *middleware) readBody(r *http.Request) ([]byte, *failure) {
 	limit := m.opts.MaxBodyBytes
-	tooLarge := &failure{kind: failTooLarge, message: fmt.Sprintf("the request body exceeds %d bytes, the limit of the "+
-		"idempotency middleware; send a smaller request, or ask the operator to raise MaxBodyBytes", limit)}
-	if r.ContentLength > limit {
-		return nil, tooLarge
+	tooLarge := func() *failure {
+		return &failure{kind: failTooLarge, message: fmt.Sprintf("the request body exceeds %d bytes, the limit of the "+
+			"idempotency middleware; send a smaller request, or ask the operator to raise MaxBodyBytes", limit)}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if r.ContentLength > limit {
+		return nil, tooLarge()
+	}
+	var body []byte
+	var err error
+	switch {
+	case r.Body == nil:
+	case r.ContentLength > 0:
+		// net/http ends the body at its declared length.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	default:
+		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	if err != nil {
 		return nil, &failure{kind: failUnreadable, message: "the request body could not be read: " + err.Error()}
 	}
 	if int64(len(body)) > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	r.Body = readCloser(body)
 	r.ContentLength = int64(len(body))

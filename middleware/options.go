@@ -61,7 +61,9 @@ type Options struct {
 
 	// Tasks, when set, reads tasks for replays directly instead of through a
 	// synthesized GetTask sent to the wrapped handler. The round trip is the default
-	// because it applies the server's own authorization to the retry.
+	// because it applies the server's own authorization to the retry. A streaming
+	// retry still subscribes to a running task through the wrapped handler; Tasks
+	// serves the snapshot of a finished one.
 	Tasks TaskReader
 }
 

@@ -63,6 +63,5 @@ var keyName = []byte(idempotency.MetadataKey)
 // passes it on without parsing it.
 func mayCarryKey(body []byte) bool {
 	return bytes.Contains(body, keyName) ||
-		bytes.Contains(body, []byte(`\u`)) ||
-		bytes.Contains(body, []byte(`\/`))
+		bytes.IndexByte(body, '\\') >= 0 && (bytes.Contains(body, []byte(`\u`)) || bytes.Contains(body, []byte(`\/`)))
 }
