@@ -1,9 +1,3 @@
-//go:build sqlstore_pgx
-
-// This file needs github.com/jackc/puddle/v2 (a dependency of pgx's stdlib package)
-// required in go.mod; until it is, it builds only with -tags sqlstore_pgx after
-// adding it.
-
 package sqlstore_test
 
 import (
