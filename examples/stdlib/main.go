@@ -1,0 +1,94 @@
+// Command stdlib is an A2A server built with the official Go SDK (a2a-go) on
+// net/http's ServeMux, with the idempotency kit in front of it: a send that carries
+// an idempotency key runs the agent once, however often the client retries it.
+//
+// It serves an echo agent on the JSON-RPC binding (/jsonrpc), on HTTP+JSON (/rest,
+// and /tenants/{tenant} with a tenant path segment) and its agent card at
+// /.well-known/agent-card.json, and counts the agent's runs in the expvar agent_runs
+// at /debug/vars. Keys are kept in a SQLite file in the working directory, or in
+// PostgreSQL when -store is a postgres:// DSN.
+//
+//	go run ./examples/stdlib
+//	go run ./examples/stdlib -addr 127.0.0.1:0 -delay 5s -reply message
+//	go run ./examples/stdlib -store 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//
+// Then run the demo client against it: go run ./examples/demo. It stops on SIGINT or
+// SIGTERM, after the requests in progress have finished.
+package main
+
+import (
+	"context"
+	"expvar"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency/examples/internal/echoserver"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "stdlib:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, serves until ctx ends and then shuts down gracefully. It prints
+// the URLs it serves to stdout, and logs to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg echoserver.Config
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	agent, err := cfg.Agent()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	index, closeIndex, err := echoserver.OpenIndex(ctx, cfg.Store, cfg.Table)
+	if err != nil {
+		return err
+	}
+	defer closeIndex()
+	// The kit's middleware, recording claims in the SQL index. The scope of a key is
+	// the tenant a2a-go sees, path segment included (see echoserver.TenantScope).
+	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: echoserver.TenantScope})
+	if err != nil {
+		return err
+	}
+	ln, base, err := echoserver.Listen(cfg.Addr)
+	if err != nil {
+		return err
+	}
+
+	// The A2A server, as it would be without the kit: a2a-go's transports on a mux.
+	// The handler runs the agent behind the kit's adapter (echoserver.NewRequestHandler).
+	handler := echoserver.NewRequestHandler(agent, logger)
+	mux := http.NewServeMux()
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(echoserver.Card(base)))
+	mux.Handle(echoserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle(echoserver.RESTPath+"/", http.StripPrefix(echoserver.RESTPath, a2asrv.NewRESTHandler(handler)))
+	mux.Handle(echoserver.TenantRESTPath+"/", http.StripPrefix(echoserver.TenantRESTPath,
+		a2asrv.NewTenantRESTHandler("/{*}", handler)))
+	mux.Handle("GET "+echoserver.VarsPath, expvar.Handler())
+
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, echoserver.StoreName(cfg.Store))
+	echoserver.PrintURLs(stdout, base)
+	// The middleware goes in front of the whole mux, card included, so that it sees
+	// every send and declares the extension on the card it serves.
+	return echoserver.Serve(ctx, ln, idem(mux), logger)
+}
