@@ -1,0 +1,366 @@
+// Package exampletest runs the example servers in the examples' tests: it starts an
+// example's run function in-process on a free port, provides a fresh key table in
+// the PostgreSQL database named by IDEMPOTENCY_POSTGRES_DSN, and runs the demo client's
+// demonstration (package retrydemo) against a server, checking what it observed.
+package exampletest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // PostgreSQL, to create and drop the test's key table
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+)
+
+// RunFunc is an example's run function: it serves until ctx ends, printing the URLs
+// it serves to stdout and logging to stderr.
+type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// Server is an example server started by Start.
+type Server struct {
+	// URL is the server's base URL, read from the agent card line it printed.
+	URL string
+	// Banner is what it printed before serving.
+	Banner []string
+}
+
+// startTimeout bounds how long Start waits for a server to print its URLs. It is a
+// bound against hanging, not a measure of speed.
+const startTimeout = time.Minute
+
+// Start runs run with args plus "-addr 127.0.0.1:0" in a goroutine, and returns
+// once the server has printed its URLs. When the test ends, it stops the server
+// (cancelling run's context, as SIGINT does) and fails the test unless run returns nil.
+// The server's logs are written to the test log when the test fails.
+func Start(t *testing.T, run RunFunc, args ...string) *Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := make(chan string, 64)
+	var stderr syncBuffer
+	var runErr error
+	finished := make(chan struct{})
+	go func() {
+		defer close(lines)
+		defer close(finished)
+		runErr = run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), &lineWriter{lines: lines}, &stderr)
+	}()
+	stoppedEarly := false
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+			if runErr != nil && !stoppedEarly {
+				t.Errorf("the server returned %v after it was told to stop, want nil", runErr)
+			}
+		case <-time.After(startTimeout):
+			t.Errorf("the server did not stop within %v of being told to", startTimeout)
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", stderr.String())
+		}
+	})
+
+	srv := &Server{}
+	timeout := time.After(startTimeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				stoppedEarly = true
+				t.Fatalf("the server stopped before printing its URLs: %v", runErr)
+			}
+			srv.Banner = append(srv.Banner, line)
+			if card, ok := strings.CutPrefix(line, "agent card:"); ok {
+				srv.URL = strings.TrimSuffix(strings.TrimSpace(card), "/.well-known/agent-card.json")
+			}
+			if strings.HasPrefix(line, "agent_runs:") {
+				if srv.URL == "" {
+					t.Fatalf("the server printed no agent card URL:\n%s", strings.Join(srv.Banner, "\n"))
+				}
+				return srv
+			}
+		case <-timeout:
+			t.Fatalf("the server printed no URLs within %v:\n%s", startTimeout, strings.Join(srv.Banner, "\n"))
+		}
+	}
+}
+
+// CheckServer checks what the server printed (store is how it names its key store), and that its agent card points at the
+// address it listens on and declares the extension.
+func CheckServer(t *testing.T, srv *Server, store string) {
+	t.Helper()
+	banner := strings.Join(srv.Banner, "\n")
+	for _, want := range []string{
+		store,
+		srv.URL + "/.well-known/agent-card.json",
+		srv.URL + "/jsonrpc",
+		srv.URL + "/rest",
+		srv.URL + "/tenants/{tenant}",
+		srv.URL + "/debug/vars",
+	} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the server printed\n%s\nwhich lacks %q", banner, want)
+		}
+	}
+
+	resp, err := http.Get(srv.URL + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card a2a.AgentCard
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		t.Fatalf("agent card: %v", err)
+	}
+	if len(card.SupportedInterfaces) != 3 {
+		t.Errorf("the card lists %d interfaces, want JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", len(card.SupportedInterfaces))
+	}
+	for _, iface := range card.SupportedInterfaces {
+		if !strings.HasPrefix(iface.URL, srv.URL+"/") {
+			t.Errorf("the card lists %s at %s, not at the server's address %s", iface.ProtocolBinding, iface.URL, srv.URL)
+		}
+	}
+	if !adapter.DeclaresExtension(&card) {
+		t.Errorf("the served card does not declare the idempotency extension: %+v", card.Capabilities)
+	}
+}
+
+// PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
+// the variable is unset, and fails it when the database cannot be reached.
+func PostgresDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("IDEMPOTENCY_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("IDEMPOTENCY_POSTGRES_DSN is not set; set it (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the examples on PostgreSQL")
+	}
+	db, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		t.Fatalf("IDEMPOTENCY_POSTGRES_DSN: %v", err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("IDEMPOTENCY_POSTGRES_DSN is set but the database cannot be reached: %v", err)
+	}
+	return dsn
+}
+
+// PostgresTable returns a key table name of its own for this test run, and drops the
+// table when the test ends, so that runs sharing the database do not collide.
+func PostgresTable(t *testing.T, dsn, prefix string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	table := prefix + "_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		db, err := sqlx.Open("postgres", dsn)
+		if err != nil {
+			t.Errorf("drop %s: %v", table, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP TABLE IF EXISTS "` + table + `"`); err != nil {
+			t.Errorf("drop %s: %v", table, err)
+		}
+	})
+	return table
+}
+
+// DemoOptions are the demonstration's options for a server whose agent works for
+// about a second: the client gives up on first attempts after 300 ms.
+func DemoOptions(url, binding, tenant string, out io.Writer) retrydemo.Options {
+	return retrydemo.Options{
+		URL:      url,
+		Binding:  binding,
+		Tenant:   tenant,
+		Cut:      300 * time.Millisecond,
+		Interval: 100 * time.Millisecond,
+		Out:      out,
+	}
+}
+
+// RunDemo runs the demonstration against srv with opts, and returns its report. The
+// narrative is written to the test log. A step that could not be carried out fails
+// the test.
+func RunDemo(t *testing.T, opts retrydemo.Options) *retrydemo.Report {
+	t.Helper()
+	var out bytes.Buffer
+	opts.Out = &out
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := retrydemo.Run(ctx, opts)
+	t.Logf("demo, %s binding, tenant %q:\n%s", opts.Binding, opts.Tenant, out.String())
+	if err != nil {
+		t.Fatalf("the demonstration failed: %v", err)
+	}
+	return rep
+}
+
+// CheckTaskDemo checks the report of a demonstration against an agent that creates
+// tasks and works longer than the demo's cut: the unkeyed message ran and was
+// answered; the keyed first attempt was cut, every retry named the same task, the
+// first while the agent was still working and the last completed, and the agent ran
+// once; the reused key was refused as already held; keyedclient's send ran the agent
+// once.
+func CheckTaskDemo(t *testing.T, rep *retrydemo.Report) {
+	t.Helper()
+	if !rep.UnkeyedCut {
+		t.Errorf("the unkeyed first attempt was answered within the cut; the agent should still have been working")
+	}
+	if a := rep.UnkeyedAnswer; a.Kind != "task" || a.State != a2a.TaskStateCompleted || a.Text != "echo: hello without a key" {
+		t.Errorf("the unkeyed re-send got %v, want a completed task echoing the message", a)
+	}
+	if rep.UnkeyedRuns < 1 {
+		t.Errorf("the unkeyed sends ran the agent %d times, want at least 1", rep.UnkeyedRuns)
+	}
+
+	if !rep.KeyedCut {
+		t.Errorf("the keyed first attempt was answered within the cut; the agent should still have been working")
+	}
+	if len(rep.Answers) < 2 {
+		t.Fatalf("the keyed send got %d answers, want a retry during the run and one after it: %v", len(rep.Answers), rep.Answers)
+	}
+	first, last := rep.Answers[0], rep.Answers[len(rep.Answers)-1]
+	if first.Kind != "task" || first.ID == "" || first.Final() {
+		t.Errorf("the first retry got %v, want the task still running (a retry does not wait for the run)", first)
+	}
+	for _, a := range rep.Answers {
+		if a.Kind != "task" || a.ID != first.ID {
+			t.Errorf("a retry got %v, want task %s like the first retry", a, first.ID)
+		}
+	}
+	if last.State != a2a.TaskStateCompleted || last.Text != "echo: hello with a key" {
+		t.Errorf("the last retry got %v, want the task completed with the echo", last)
+	}
+	if rep.KeyedRuns != 1 {
+		t.Errorf("the keyed send and its %d retries ran the agent %d times, want 1", len(rep.Answers), rep.KeyedRuns)
+	}
+	checkRefusal(t, rep)
+	if rep.AutoAnswer.Kind != "task" || rep.AutoAnswer.ID == "" {
+		t.Errorf("keyedclient's send got %v, want a task", rep.AutoAnswer)
+	}
+	if rep.AutoRuns != 1 {
+		t.Errorf("keyedclient's send ran the agent %d times, want 1", rep.AutoRuns)
+	}
+	if err := rep.Check(); err != nil {
+		t.Errorf("Report.Check, which the demo client exits on: %v", err)
+	}
+}
+
+// CheckMessageDemo checks the report of a demonstration against an agent that
+// answers at once with a Message: every keyed answer is the same Message, the agent
+// ran once for the keyed send, and the reused key was refused.
+func CheckMessageDemo(t *testing.T, rep *retrydemo.Report) {
+	t.Helper()
+	if a := rep.UnkeyedAnswer; a.Kind != "message" || a.Text != "echo: hello without a key" {
+		t.Errorf("the unkeyed re-send got %v, want a Message echoing the message", a)
+	}
+	if rep.UnkeyedRuns != 2 {
+		t.Errorf("the unkeyed message, sent twice, ran the agent %d times, want 2 (nothing deduplicates it)", rep.UnkeyedRuns)
+	}
+	if len(rep.Answers) < 2 {
+		t.Fatalf("the keyed send got %d answers, want the first attempt's and a retry's: %v", len(rep.Answers), rep.Answers)
+	}
+	for _, a := range rep.Answers {
+		if a.Kind != "message" || a.ID != rep.Answers[0].ID || a.Text != "echo: hello with a key" {
+			t.Errorf("a keyed answer was %v, want Message %s echoing the message, like the first", a, rep.Answers[0].ID)
+		}
+	}
+	if rep.KeyedRuns != 1 {
+		t.Errorf("the keyed send and its retry ran the agent %d times, want 1", rep.KeyedRuns)
+	}
+	checkRefusal(t, rep)
+	if err := rep.Check(); err != nil {
+		t.Errorf("Report.Check, which the demo client exits on: %v", err)
+	}
+}
+
+func checkRefusal(t *testing.T, rep *retrydemo.Report) {
+	t.Helper()
+	if rep.Refusal == nil || !strings.Contains(rep.Refusal.Error(), "already held") {
+		t.Errorf("the key reused for a different message got %v, want a refusal containing \"already held\"", rep.Refusal)
+	}
+}
+
+// Send posts body to url and returns the response's status and body.
+func Send(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// KeyedSendBody is the HTTP+JSON body of a send of text with messageID and key, in
+// no tenant, that returns at once instead of waiting for the agent.
+func KeyedSendBody(messageID, key, text string) string {
+	return fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}],"metadata":{%q:%q}},`+
+		`"configuration":{"returnImmediately":true}}`, messageID, text, idempotency.MetadataKey, key)
+}
+
+// lineWriter sends each complete line written to it on lines.
+type lineWriter struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   chan<- string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		select {
+		case w.lines <- string(w.partial[:i]):
+		default:
+			return 0, errors.New("exampletest: too many lines unread")
+		}
+		w.partial = w.partial[i+1:]
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/a2akit/idempotency/examples/internal/exampletest"
+)
+
+// The tests in this package start the server in-process and read the agent's runs
+// from /debug/vars, which counts every run in the process: they must not run in
+// parallel.
+
+// TestPostgres runs the demonstration on both bindings against the server with its
+// keys in PostgreSQL.
+func TestPostgres(t *testing.T) {
+	dsn := exampletest.PostgresDSN(t)
+	table := exampletest.PostgresTable(t, dsn, "examples_stdlib")
+	srv := exampletest.Start(t, run, "-store", dsn, "-table", table, "-delay", "1s")
+	exampletest.CheckServer(t, srv, "keys in PostgreSQL")
+	for _, binding := range []string{"jsonrpc", "rest"} {
+		t.Run(binding, func(t *testing.T) {
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "", nil)))
+		})
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-reply", "task-or-message"},
+		{"-no-such-flag"},
+	} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("run(%q) = nil, want an error", args)
+		}
+	}
+}
