@@ -42,12 +42,6 @@ func TestConformanceRealClock(t *testing.T) {
 	})
 }
 
-func BenchmarkConformance(b *testing.B) {
-	conformance.Benchmark(b, func(b *testing.B) idempotency.KeyIndex {
-		return memstore.New(memstore.Options{})
-	})
-}
-
 // taskStore is a task store served next to the index.
 type taskStore struct {
 	mu  sync.Mutex
