@@ -191,6 +191,8 @@ type Answer struct {
 	Extension bool
 	// Events counts the events of a streamed answer.
 	Events int
+	// Header holds the response headers.
+	Header http.Header
 	// Raw is the body of a non-streamed answer, or the data of a stream's first event,
 	// truncated to 4 KiB.
 	Raw []byte
@@ -209,7 +211,13 @@ func (a Answer) String() string {
 // Do sends s and reads the whole answer. An error means no answer was read: the
 // connection failed or dropped, ctx ended, or a stream ended inside an event.
 func (c *Client) Do(ctx context.Context, s Send) (Answer, error) {
-	req, err := c.Request(ctx, s, s.Body())
+	return c.DoBody(ctx, s, s.Body())
+}
+
+// DoBody is Do with body in place of s.Body(): s then only chooses the URL, the
+// headers and how the answer is read. Tests send malformed bodies with it.
+func (c *Client) DoBody(ctx context.Context, s Send, body []byte) (Answer, error) {
+	req, err := c.Request(ctx, s, body)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -222,7 +230,7 @@ func (c *Client) Do(ctx context.Context, s Send) (Answer, error) {
 		return Answer{}, err
 	}
 	defer resp.Body.Close()
-	a := Answer{Status: resp.StatusCode}
+	a := Answer{Status: resp.StatusCode, Header: resp.Header}
 	for _, v := range resp.Header.Values("A2A-Extensions") {
 		for f := range strings.SplitSeq(v, ",") {
 			if strings.TrimSpace(f) == idempotency.ExtensionURI {
@@ -238,12 +246,12 @@ func (c *Client) Do(ctx context.Context, s Send) (Answer, error) {
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return c.readStream(resp.Body, s, a)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return a, err
 	}
-	a.Raw = truncate(body)
-	classify(&a, s.Binding, body)
+	a.Raw = truncate(answer)
+	classify(&a, s.Binding, answer)
 	return a, nil
 }
 
