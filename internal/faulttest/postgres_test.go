@@ -197,4 +197,3 @@ func TestPostgresCutMidLoad(t *testing.T) {
 		t.Errorf("after the cuts: %v, then %v, %d runs; want one task twice and one run", a1, a2, srv.Runs()-before)
 	}
 }
-
