@@ -26,7 +26,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	chimiddleware "github.com/go-chi/chi/v5/middleware"
 
-	"github.com/a2akit/idempotency/examples/internal/echoserver"
+	"github.com/a2akit/idempotency/examples/internal/exampleserver"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -44,7 +44,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg echoserver.Config
+	var cfg exampleserver.Config
 	cfg.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,42 +55,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	index, closeIndex, err := echoserver.OpenIndex(ctx, cfg.Store, cfg.Table)
+	index, closeIndex, err := exampleserver.OpenIndex(ctx, cfg.Store, cfg.Table)
 	if err != nil {
 		return err
 	}
 	defer closeIndex()
 	// The kit's middleware, recording claims in the SQL index. The scope of a key is
-	// the tenant a2a-go sees, path segment included (see echoserver.TenantScope).
-	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: echoserver.TenantScope})
+	// the tenant a2a-go sees, path segment included (see exampleserver.TenantScope).
+	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: exampleserver.TenantScope})
 	if err != nil {
 		return err
 	}
-	ln, base, err := echoserver.Listen(cfg.Addr)
+	ln, base, err := exampleserver.Listen(cfg.Addr)
 	if err != nil {
 		return err
 	}
 
-	handler := echoserver.NewRequestHandler(agent, logger)
+	handler := exampleserver.NewRequestHandler(agent, logger)
 	r := chi.NewRouter()
 	r.Use(chimiddleware.Recoverer)
 	// The kit, like any other chi middleware. It runs before chi routes the request,
 	// so it sees every send and the agent card, whatever route serves them.
 	r.Use(idem)
 
-	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(echoserver.Card(base)))
-	r.Handle(echoserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
+	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(base)))
+	r.Handle(exampleserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
 	// chi's Mount does not strip the prefix from the request path, and a2a-go's
 	// HTTP+JSON handler routes on the whole path, so strip it.
-	r.Mount(echoserver.RESTPath, http.StripPrefix(echoserver.RESTPath, a2asrv.NewRESTHandler(handler)))
+	r.Mount(exampleserver.RESTPath, http.StripPrefix(exampleserver.RESTPath, a2asrv.NewRESTHandler(handler)))
 	// /tenants/{tenant}/message:send, ...: a2a-go takes the tenant from the path
 	// segment; its client sends it in the body too, where the middleware reads it
 	// as the key's scope.
-	r.Mount(echoserver.TenantRESTPath, http.StripPrefix(echoserver.TenantRESTPath,
+	r.Mount(exampleserver.TenantRESTPath, http.StripPrefix(exampleserver.TenantRESTPath,
 		a2asrv.NewTenantRESTHandler("/{*}", handler)))
-	r.Method(http.MethodGet, echoserver.VarsPath, expvar.Handler())
+	r.Method(http.MethodGet, exampleserver.VarsPath, expvar.Handler())
 
-	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, echoserver.StoreName(cfg.Store))
-	echoserver.PrintURLs(stdout, base)
-	return echoserver.Serve(ctx, ln, r, logger)
+	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, exampleserver.StoreName(cfg.Store))
+	exampleserver.PrintURLs(stdout, base)
+	return exampleserver.Serve(ctx, ln, r, logger)
 }

@@ -30,7 +30,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/a2akit/idempotency/examples/internal/echoserver"
+	"github.com/a2akit/idempotency/examples/internal/exampleserver"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -48,7 +48,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg echoserver.Config
+	var cfg exampleserver.Config
 	cfg.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,36 +59,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	index, closeIndex, err := echoserver.OpenIndex(ctx, cfg.Store, cfg.Table)
+	index, closeIndex, err := exampleserver.OpenIndex(ctx, cfg.Store, cfg.Table)
 	if err != nil {
 		return err
 	}
 	defer closeIndex()
 	// The kit's middleware, recording claims in the SQL index. The scope of a key is
-	// the tenant a2a-go sees, path segment included (see echoserver.TenantScope).
-	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: echoserver.TenantScope})
+	// the tenant a2a-go sees, path segment included (see exampleserver.TenantScope).
+	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: exampleserver.TenantScope})
 	if err != nil {
 		return err
 	}
-	ln, base, err := echoserver.Listen(cfg.Addr)
+	ln, base, err := exampleserver.Listen(cfg.Addr)
 	if err != nil {
 		return err
 	}
 
 	// The A2A server, as it would be without the kit: a2a-go's transports on a mux.
-	// The handler runs the agent behind the kit's adapter (echoserver.NewRequestHandler).
-	handler := echoserver.NewRequestHandler(agent, logger)
+	// The handler runs the agent behind the kit's adapter (exampleserver.NewRequestHandler).
+	handler := exampleserver.NewRequestHandler(agent, logger)
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(echoserver.Card(base)))
-	mux.Handle(echoserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
-	mux.Handle(echoserver.RESTPath+"/", http.StripPrefix(echoserver.RESTPath, a2asrv.NewRESTHandler(handler)))
-	mux.Handle(echoserver.TenantRESTPath+"/", http.StripPrefix(echoserver.TenantRESTPath,
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(base)))
+	mux.Handle(exampleserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle(exampleserver.RESTPath+"/", http.StripPrefix(exampleserver.RESTPath, a2asrv.NewRESTHandler(handler)))
+	mux.Handle(exampleserver.TenantRESTPath+"/", http.StripPrefix(exampleserver.TenantRESTPath,
 		a2asrv.NewTenantRESTHandler("/{*}", handler)))
-	mux.Handle("GET "+echoserver.VarsPath, expvar.Handler())
+	mux.Handle("GET "+exampleserver.VarsPath, expvar.Handler())
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, echoserver.StoreName(cfg.Store))
-	echoserver.PrintURLs(stdout, base)
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, exampleserver.StoreName(cfg.Store))
+	exampleserver.PrintURLs(stdout, base)
 	// The middleware goes in front of the whole mux, card included, so that it sees
 	// every send and declares the extension on the card it serves.
-	return echoserver.Serve(ctx, ln, idem(mux), logger)
+	return exampleserver.Serve(ctx, ln, idem(mux), logger)
 }

@@ -1,4 +1,4 @@
-package echoserver
+package exampleserver
 
 import (
 	"context"
