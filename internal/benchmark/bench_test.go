@@ -31,6 +31,7 @@ func BenchmarkSends(b *testing.B) {
 	throughput := []leaf{
 		{send: "unkeyed", index: "mem", streamToo: true},
 		{send: "first", index: "mem", streamToo: true},
+		{send: "first-samebody", index: "mem"},
 		{send: "first", index: "sqlite"},
 		{send: "first", index: "postgres"},
 	}
@@ -66,6 +67,8 @@ func BenchmarkSends(b *testing.B) {
 							benchUnkeyed(b, shape)
 						case "first":
 							benchFirst(b, shape, l.index)
+						case "first-samebody":
+							benchFirstSameBody(b, shape, l.index)
 						case "replay":
 							benchReplay(b, shape, l.index, l.taskReader)
 						}
@@ -98,6 +101,16 @@ func benchFirst(b *testing.B, sh shape, index string) {
 	bare := start(b, sh, echoserver.Config{})
 	kit := start(b, sh, echoserver.Config{Index: ix})
 	measure(b, sh.conc, kit.first(indexes.RandomName("first-")), bare.unkeyed("b"), "kit/bare", throughputRatio)
+}
+
+// benchFirstSameBody compares keyed first sends through the middleware with the same
+// keyed sends to the bare server, which runs them as ordinary messages: the kit's own
+// cost, without a2a-go's cost of carrying the key's metadata in the task's history.
+func benchFirstSameBody(b *testing.B, sh shape, index string) {
+	ix := indexes.ForTest(b, index, 4*sh.conc)
+	bare := start(b, sh, echoserver.Config{})
+	kit := start(b, sh, echoserver.Config{Index: ix})
+	measure(b, sh.conc, kit.first(indexes.RandomName("first-")), bare.first(indexes.RandomName("bare-")), "kit/bare", throughputRatio)
 }
 
 // benchReplay compares retries of completed keyed sends with keyed first sends, on

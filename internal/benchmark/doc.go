@@ -13,6 +13,10 @@
 //   - send=first: keyed first sends (a fresh key each) through the middleware against
 //     unkeyed sends to the bare server; kit/bare is the throughput ratio (SPEC: at
 //     least 0.90 with memstore).
+//   - send=first-samebody: the same keyed first sends through the middleware against
+//     the same keyed bodies sent to the bare server, which runs them as ordinary
+//     messages; kit/bare is the kit's own cost, without a2a-go's cost of carrying the
+//     key's metadata (informative).
 //   - send=replay: retries of keyed sends whose task has completed, against keyed
 //     first sends on the same server; replay/first is the latency ratio (SPEC: at
 //     most 0.5).
