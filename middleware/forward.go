@@ -100,6 +100,15 @@ func (rw *recorder) Write(p []byte) (int, error) {
 	} else if len(rw.held) > maxEventBytes {
 		rw.settle(outcome{})
 		rw.passHeld()
+	} else if n := rw.scan.idle; n > 0 {
+		// Keep-alives before the first event carry nothing: pass them on now.
+		_, rw.err = rw.w.Write(rw.held[:n])
+		rw.held = append(rw.held[:0], rw.held[n:]...)
+		rw.scan.drop(n)
+		if rw.pendingFlush && rw.err == nil {
+			rw.pendingFlush = false
+			flush(rw.w)
+		}
 	}
 	if rw.err != nil {
 		return 0, rw.err
@@ -107,15 +116,16 @@ func (rw *recorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush flushes the answer to the client; bytes held back are flushed once the
-// first event has been read.
+// Flush flushes the answer to the client; bytes of the first event are flushed
+// once that event has been read whole and the key bound.
 func (rw *recorder) Flush() {
 	if !rw.wroteHeader {
 		rw.WriteHeader(http.StatusOK)
 	}
 	if rw.holding {
+		// What is held is not written yet: this flushes what came before it (the
+		// headers), and the held bytes are flushed when they are written.
 		rw.pendingFlush = true
-		return
 	}
 	flush(rw.w)
 }

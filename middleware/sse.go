@@ -19,6 +19,16 @@ const maxEventBytes = 10 << 20
 type eventScanner struct {
 	pos  int // bytes of buf already scanned (always at a line start)
 	data []byte
+	// idle is the end of the last blank line before which no event has data: the
+	// bytes before it (comments, keep-alives) carry no event.
+	idle int
+}
+
+// drop forgets the first n bytes of the buffer, which the caller removed; n is at
+// most idle.
+func (sc *eventScanner) drop(n int) {
+	sc.pos -= n
+	sc.idle -= n
 }
 
 // scan looks for the end of the first event in buf, which holds the stream from its
@@ -37,6 +47,7 @@ func (sc *eventScanner) scan(buf []byte, atEOF bool) (data []byte, end int, ok b
 			if len(sc.data) > 0 {
 				return sc.data, sc.pos, true
 			}
+			sc.idle = sc.pos
 			continue
 		}
 		sc.addLine(line)

@@ -414,3 +414,59 @@ func httpDo(t *testing.T, hc *http.Client, method, url, body string, header http
 	got, _ := io.ReadAll(resp.Body)
 	return resp, got
 }
+
+// A stream's keep-alives before its first event reach the client at once; only the
+// first event waits for the key to be bound.
+func TestKeepAlivesBeforeFirstEventFlowLive(t *testing.T) {
+	proceed := make(chan struct{})
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, ": keep-alive\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-proceed:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{\"task\":{\"id\":\"t-9\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n")
+		w.(http.Flusher).Flush()
+	})
+	h := newHarness(t, harnessConfig{inner: inner})
+	body := `{"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
+		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
+	type first struct {
+		resp  *http.Response
+		bytes string
+		err   error
+	}
+	read := make(chan first, 1)
+	go func() {
+		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+		if err != nil {
+			read <- first{err: err}
+			return
+		}
+		buf := make([]byte, len(": keep-alive\n\n"))
+		_, err = io.ReadFull(resp.Body, buf)
+		read <- first{resp, string(buf), err}
+	}()
+	var resp *http.Response
+	select {
+	case got := <-read:
+		if got.err != nil || got.bytes != ": keep-alive\n\n" {
+			t.Fatalf("first bytes %q, %v", got.bytes, got.err)
+		}
+		resp = got.resp
+	case <-time.After(10 * time.Second):
+		close(proceed)
+		t.Fatal("the keep-alive was held back")
+	}
+	defer resp.Body.Close()
+	close(proceed)
+	rest, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(rest), `"id":"t-9"`) {
+		t.Fatalf("rest of the stream %q", rest)
+	}
+	h.expectOutcomes(middleware.OutcomeClaimed)
+}
