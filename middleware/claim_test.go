@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/memstore"
@@ -29,6 +32,13 @@ func (c *countingIndex) Bind(ctx context.Context, scope, key string, token idemp
 // the claimed key to task "t-1" before its agent runs, then answers with the task,
 // or with a Message when the text says so. It serves GetTask for the replays.
 func earlyBinder(t *testing.T, claimed *atomic.Int64) http.Handler {
+	return earlyBinderWith(t, claimed, nil, nil)
+}
+
+// earlyBinderWith is earlyBinder whose "slow reply" sends bind task "t-2", signal
+// bound, and wait for proceed before answering with a Message; a2a-go creates no task
+// for a Message reply, so task t-2 is never found.
+func earlyBinderWith(t *testing.T, claimed *atomic.Int64, bound, proceed chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
@@ -39,6 +49,10 @@ func earlyBinder(t *testing.T, claimed *atomic.Int64) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		task := `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}`
 		if req.Method == "GetTask" {
+			if strings.Contains(string(body), `"t-2"`) {
+				io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32001,"message":"task not found"}}`)
+				return
+			}
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+task+`}`)
 			return
 		}
@@ -48,6 +62,15 @@ func earlyBinder(t *testing.T, claimed *atomic.Int64) http.Handler {
 			return
 		}
 		claimed.Add(1)
+		if strings.Contains(string(body), "slow reply") {
+			if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "t-2"}); err != nil {
+				t.Errorf("early bind: %v", err)
+			}
+			close(bound)
+			<-proceed
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"message":{"messageId":"r-2","role":"ROLE_AGENT","parts":[{"text":"late"}]}}}`)
+			return
+		}
 		if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "t-1"}); err != nil {
 			t.Errorf("early bind: %v", err)
 		}
@@ -102,4 +125,50 @@ func TestEarlyBindThroughClaimedSend(t *testing.T) {
 		t.Fatalf("the handler ran %d first sends, want 2", claimed.Load())
 	}
 	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeClaimed, middleware.OutcomeReplayed)
+}
+
+// A retry that arrives after the key was bound to a task id, while the agent is
+// still to answer with a Message (so the task never comes to exist), waits and gets
+// that Message instead of TaskNotFound.
+func TestRetryWhileMessageReplyPending(t *testing.T) {
+	var claimed atomic.Int64
+	bound, proceed := make(chan struct{}), make(chan struct{})
+	body := `{"jsonrpc":"2.0","id":"x","method":"SendMessage","params":{"message":{"messageId":"m-3","role":"ROLE_USER",` +
+		`"parts":[{"text":"slow reply"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
+	h := newHarness(t, harnessConfig{inner: earlyBinderWith(t, &claimed, bound, proceed), record: true,
+		opts: middleware.Options{ReplayWait: 10 * time.Second}})
+	var once sync.Once
+	release := func() { once.Do(func() { close(proceed) }) }
+	t.Cleanup(release) // before the server closes, should the test fail early
+	post := func(out chan<- string) {
+		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		out <- string(got)
+	}
+	first := make(chan string, 1)
+	go post(first)
+	within(t, bound, "early bind")
+	retry := make(chan string, 1)
+	go post(retry)
+	// The retry finds task t-2 bound but not found, and keeps looking.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !slices.ContainsFunc(h.innerR.exchanges(), func(x *innerExchange) bool {
+		return strings.Contains(string(x.reqBody), `"GetTask"`)
+	}) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	for _, got := range []string{within(t, first, "first send"), within(t, retry, "retry")} {
+		if !strings.Contains(got, `"message":{"messageId":"r-2"`) {
+			t.Fatalf("answer %s, want the Message reply", got)
+		}
+	}
+	if claimed.Load() != 1 {
+		t.Fatalf("the handler ran %d first sends", claimed.Load())
+	}
 }

@@ -21,42 +21,53 @@ func (x *exchange) replay(rec idempotency.Record) {
 		x.replayStream(rec)
 		return
 	}
-	task, f := x.readTask(rec)
+	res, f := x.readTask(rec)
 	if f != nil {
 		writeFailure(x.w, x.s.b, x.s, f, true)
 		return
 	}
-	writeResult(x.w, x.s, result{task: task})
+	writeResult(x.w, x.s, res)
 }
 
 // readTask reads the key's task as it is now, with its history shaped by the
-// retry's historyLength. A task that is not found yet while the first attempt may
-// still be creating it (a2a-go stores a task only after the agent's first event,
-// and the adapter binds the key before) is read again until ReplayWait ends.
-func (x *exchange) readTask(rec idempotency.Record) ([]byte, *failure) {
+// retry's historyLength.
+//
+// A task that is not found while the first attempt may still be running is looked
+// for again until ReplayWait ends: a2a-go stores a task only after the agent's first
+// event, and the adapter binds the key before the agent starts. The index is looked
+// at too, since an agent that answers with a Message creates no task at all, and
+// its reply is recorded when it answers.
+func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
 	m := x.h.m
 	deadline := time.Now().Add(m.opts.ReplayWait)
 	interval := 10 * time.Millisecond
 	for {
 		task, f := x.readTaskOnce(rec.TaskID)
 		if f == nil {
-			return shapeHistory(task, x.s.historyLength), nil
+			return result{task: shapeHistory(task, x.s.historyLength)}, nil
 		}
 		young := time.Since(rec.ClaimedAt) < m.opts.Lease
 		if !f.notFound() || !young || time.Until(deadline) <= 0 {
 			if f.kind == failUnavailable {
-				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry", slog.String("task_id", rec.TaskID), slog.String("error", f.message))
+				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",
+					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
 			}
-			return nil, f
+			return result{}, f
 		}
 		timer := time.NewTimer(min(interval, time.Until(deadline)))
 		select {
 		case <-timer.C:
 		case <-x.r.Context().Done():
 			timer.Stop()
-			return nil, f
+			return result{}, f
 		}
 		interval = min(2*interval, 250*time.Millisecond)
+		ctx, cancel := m.indexContext(x.r, false)
+		got, found, err := m.index.Lookup(ctx, x.scope, x.s.key)
+		cancel()
+		if err == nil && found && got.MessageID == x.s.messageID && got.Reply != nil {
+			return result{message: got.Reply}, nil
+		}
 	}
 }
 
@@ -92,12 +103,12 @@ func (x *exchange) replayStream(rec idempotency.Record) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	task, f := x.readTask(rec)
+	res, f := x.readTask(rec)
 	if f != nil {
 		writeFailure(x.w, x.s.b, x.s, f, true)
 		return
 	}
-	writeResult(x.w, x.s, result{task: task})
+	writeResult(x.w, x.s, res)
 }
 
 // subscribeWriter is the ResponseWriter of a synthesized subscription. It holds the

@@ -39,6 +39,19 @@ func stream(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReques
 	return out
 }
 
+// within receives from ch, or fails after a while: a deadlock is a failure.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing within 10s", what)
+		var zero T
+		return zero
+	}
+}
+
 // next returns the next item of s, or fails after a while.
 func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	t.Helper()
@@ -155,7 +168,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 				}
 				firstDone <- streamItem{ev, err}
 			}()
-			<-h.agent.started // claimed, forwarded, and the agent holds
+			within(t, h.agent.started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
 			short := h.client(m.binding, "", h.secondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
@@ -185,9 +198,9 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 				}
 				retryDone <- streamItem{ev, err}
 			}()
-			<-looked
+			within(t, looked, "the retry's wait")
 			h.releaseAgents()
-			first, retry := <-firstDone, <-retryDone
+			first, retry := within(t, firstDone, "first send"), within(t, retryDone, "waiting retry")
 			if first.err != nil || retry.err != nil || taskOf(first.ev) == "" || taskOf(first.ev) != taskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
@@ -268,9 +281,9 @@ func TestClientGoneKeepsKeyPending(t *testing.T) {
 				_, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 				done <- err
 			}()
-			<-h.agent.started
+			within(t, h.agent.started, "agent start")
 			cancel()
-			if err := <-done; err == nil {
+			if err := within(t, done, "cancelled send"); err == nil {
 				t.Fatal("cancelled send succeeded")
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed)
