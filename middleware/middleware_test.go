@@ -376,3 +376,24 @@ func TestReplayThroughTaskReader(t *testing.T) {
 		})
 	}
 }
+
+// A key claimed through one binding is honoured when the retry comes through the
+// other: the scope is the tenant, not the binding.
+func TestRetryThroughOtherBinding(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	ctx := context.Background()
+	msg := keyedMessage(t, idempotency.NewKey(), "echo across bindings")
+	first, err := send(ctx, h.client("JSONRPC", "", ""), false, &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, streaming := range []bool{false, true} {
+		retry, err := send(ctx, h.client("HTTP+JSON", "", ""), streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil || taskOf(retry[0]) != taskOf(first[0]) {
+			t.Fatalf("HTTP+JSON retry (streaming=%v): %v, %v; want task %s", streaming, retry, err, taskOf(first[0]))
+		}
+	}
+	if n := h.agent.runsOf(msg.ID); n != 1 {
+		t.Fatalf("agent ran %d times, want 1", n)
+	}
+}
