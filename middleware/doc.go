@@ -23,7 +23,7 @@
 // with the same bytes. So mount it on the A2A routes only, or raise the limit, when
 // the mux also takes large uploads.
 //
-// An unkeyed send costs one scan of its body: a body that does not contain the
+// An unkeyed send costs a read and a search of its body: a body that does not contain the
 // metadata name, nor the JSON escapes \u or \/ that could spell it, is passed on
 // without being parsed, and its answer without being wrapped.
 //
