@@ -23,9 +23,9 @@
 // with the same bytes. So mount it on the A2A routes only, or raise the limit, when
 // the mux also takes large uploads.
 //
-// An unkeyed send costs a read and a search of its body: a body that does not contain the
-// metadata name, nor the JSON escapes \u or \/ that could spell it, is passed on
-// without being parsed, and its answer without being wrapped.
+// An unkeyed send costs a read and a search of its body: a body that contains
+// neither the metadata name nor the JSON escapes \u and \/ that could spell it is
+// passed on without being parsed, and its answer without being wrapped.
 //
 // The middleware reads a send exactly as a2a-go's server will: encoding/json into
 // types with a2a-go's field tags, so keys match case-insensitively, the last of
