@@ -375,10 +375,16 @@ func (x *exchange) unavailable(op string, err error) {
 	x.observe(OutcomeUnavailable)
 }
 
+// maxInFlightRetryAfter caps the Retry-After of a 409: the lease may have minutes
+// left, but the first attempt usually makes its task known long before, and a retry
+// then gets it.
+const maxInFlightRetryAfter = 10 * time.Second
+
 // inFlight answers 409: the first attempt is still running and its task is unknown.
-// Retry-After is the time left on its lease, when the retry may take it over.
+// Retry-After is the time left on its lease (when the retry may take it over), capped
+// at maxInFlightRetryAfter.
 func (x *exchange) inFlight(rec idempotency.Record) {
-	wait := time.Until(rec.LeaseExpiresAt)
+	wait := min(time.Until(rec.LeaseExpiresAt), maxInFlightRetryAfter)
 	x.logAttrs(slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409", slog.Duration("lease_left", wait))
 	writeFailure(x.w, x.s.b, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: max(wait, time.Second)}, true)
 	x.observe(OutcomeInFlight)

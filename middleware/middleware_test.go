@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -257,10 +258,14 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 	}
 }
 
+// A retry whose task was deleted gets TaskNotFound once the claim is older than its
+// lease; within the lease, a missing task may simply not be stored yet (a2a-go stores
+// it at the agent's first event), so the retry is answered 409 instead.
 func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
+	const lease = 300 * time.Millisecond
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
+			h := newHarness(t, harnessConfig{opts: middleware.Options{Lease: lease}})
 			c := h.client(m.binding, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo to be deleted")
@@ -272,6 +277,7 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 			// running execution, not from the store), delete the task.
 			waitInactive(t, c, taskOf(first[0]))
 			h.store.delete(taskOf(first[0]))
+			time.Sleep(lease)
 			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
@@ -343,7 +349,9 @@ func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, task
 func TestReplayThroughTaskReader(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{record: true, tasks: func(h *harness) middleware.TaskReader { return storeReader{h} }})
+			const lease = 300 * time.Millisecond
+			h := newHarness(t, harnessConfig{record: true, opts: middleware.Options{Lease: lease},
+				tasks: func(h *harness) middleware.TaskReader { return storeReader{h} }})
 			c := h.client(m.binding, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo through the reader")
@@ -367,6 +375,7 @@ func TestReplayThroughTaskReader(t *testing.T) {
 			}
 			waitInactive(t, c, id)
 			h.store.delete(id)
+			time.Sleep(lease) // within the lease a missing task may not be stored yet
 			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
 			}

@@ -32,11 +32,12 @@ func (x *exchange) replay(rec idempotency.Record) {
 // readTask reads the key's task as it is now, with its history shaped by the
 // retry's historyLength.
 //
-// A task that is not found while the first attempt may still be running is looked
-// for again until ReplayWait ends: a2a-go stores a task only after the agent's first
-// event, and the adapter binds the key before the agent starts. The index is looked
-// at too, since an agent that answers with a Message creates no task at all, and
-// its reply is recorded when it answers.
+// A task that is not found while the first attempt may still be running (the claim
+// is younger than the lease) is looked for again until ReplayWait ends, and then
+// answered 409 rather than TaskNotFound: a2a-go stores a task only after the agent's
+// first event, and the adapter binds the key before the agent starts. The index is
+// looked at too, since an agent that answers with a Message creates no task at all,
+// and its reply is recorded when it answers.
 func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
 	m := x.h.m
 	deadline := time.Now().Add(m.opts.ReplayWait)
@@ -47,12 +48,19 @@ func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
 			return result{task: shapeHistory(task, x.s.historyLength)}, nil
 		}
 		young := time.Since(rec.ClaimedAt) < m.opts.Lease
-		if !f.notFound() || !young || time.Until(deadline) <= 0 {
+		if !f.notFound() || !young {
 			if f.kind == failUnavailable {
 				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",
 					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
 			}
 			return result{}, f
+		}
+		if time.Until(deadline) <= 0 {
+			// The agent is still before its first event (or deciding on a Message
+			// reply): the task does not exist yet, but it is not gone either.
+			x.logAttrs(slog.LevelInfo, "idempotency: key bound but its task not stored yet, retry answered 409",
+				slog.String("task_id", rec.TaskID))
+			return result{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
 		}
 		timer := time.NewTimer(min(interval, time.Until(deadline)))
 		select {
