@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +47,7 @@ func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Hand
 		opts.Logger = slog.Default()
 	}
 	if opts.Scope == nil {
-		opts.Scope = tenantScope
+		opts.Scope = DefaultScope
 	}
 	m := &middleware{
 		index:    index,
@@ -57,8 +58,40 @@ func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Hand
 	return func(next http.Handler) http.Handler { return &handler{m: m, next: next} }, nil
 }
 
-// tenantScope is the default Options.Scope: the A2A tenant.
-func tenantScope(_ *http.Request, tenant string) (string, error) { return tenant, nil }
+// DefaultScope is the [Options.Scope] used when none is set: the A2A tenant the
+// request names (params.tenant, or the body's tenant on HTTP+JSON), so that a key
+// sent over one binding and retried over the other is the same send.
+//
+// It cannot see a tenant that only the URL names: a server that takes the tenant from
+// a REST path segment (a2a-go's NewTenantRESTHandler) while its clients leave the
+// body's tenant empty needs [TenantPathScope] (or its own Scope), or else two tenants
+// share one scope.
+func DefaultScope(_ *http.Request, tenant string) (string, error) { return tenant, nil }
+
+// TenantPathScope returns an [Options.Scope] for servers that mount a tenant-aware
+// HTTP+JSON handler at mount, with the tenant as the first path segment after it
+// (mount "/t" serves POST /t/{tenant}/message:send, as a2a-go's
+// http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does). For sends
+// under mount the scope is that segment, which is what such a server uses whatever
+// the body says; for every other send it is the tenant the request names, so JSON-RPC
+// and HTTP+JSON retries of one send meet in one scope.
+func TenantPathScope(mount string) func(r *http.Request, tenant string) (string, error) {
+	mount = strings.TrimSuffix(mount, "/") + "/"
+	return func(r *http.Request, tenant string) (string, error) {
+		prefix, _, ok := restSend(r)
+		if !ok {
+			return tenant, nil
+		}
+		rest, ok := strings.CutPrefix(prefix, mount)
+		if !ok {
+			return tenant, nil
+		}
+		if segment, _, _ := strings.Cut(rest, "/"); segment != "" {
+			return segment, nil
+		}
+		return tenant, nil
+	}
+}
 
 // middleware is what the handlers of one New share.
 type middleware struct {

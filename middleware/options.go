@@ -27,11 +27,13 @@ const (
 
 // Options configure the middleware. The zero value works: every field has a default.
 type Options struct {
-	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant of
-	// the request (params.tenant, or the body's tenant on the HTTP+JSON binding). The
-	// default returns tenant. Mix in the authenticated principal here so that two
-	// callers cannot reach each other's tasks through a shared key. An error refuses the
-	// send with 400 and the error's text.
+	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant
+	// the request names (params.tenant, or the body's tenant on the HTTP+JSON
+	// binding). The default is [DefaultScope]; servers that take the tenant from a
+	// REST path segment use [TenantPathScope]. Mix in the authenticated principal
+	// here so that two callers cannot reach each other's tasks through a shared key. An
+	// error refuses the send as invalid params (JSON-RPC -32602, REST 400) with the
+	// error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
 	// Lease is how long a claim stays in flight before an identical retry may take it

@@ -21,19 +21,27 @@ const (
 
 func (restBinding) name() string { return "HTTP+JSON" }
 
-// owns reports whether r is an HTTP+JSON send. r.URL.Path is already unescaped, so a
-// colon sent as %3A matches too.
+// restSend splits the path of an HTTP+JSON send into the prefix before
+// /message:send or /message:stream, and reports whether it is a stream; ok is false
+// for any other path. r.URL.Path is already unescaped, so a colon sent as %3A matches
+// too.
+func restSend(r *http.Request) (prefix string, streaming, ok bool) {
+	if p, ok := strings.CutSuffix(r.URL.Path, restStreamSuffix); ok {
+		return p, true, true
+	}
+	p, ok := strings.CutSuffix(r.URL.Path, restSendSuffix)
+	return p, false, ok
+}
+
+// owns reports whether r is an HTTP+JSON send.
 func (restBinding) owns(r *http.Request) bool {
-	return strings.HasSuffix(r.URL.Path, restSendSuffix) || strings.HasSuffix(r.URL.Path, restStreamSuffix)
+	_, _, ok := restSend(r)
+	return ok
 }
 
 func (b restBinding) readSend(r *http.Request, body []byte) (*send, bool) {
 	s := &send{b: b}
-	if p, ok := strings.CutSuffix(r.URL.Path, restStreamSuffix); ok {
-		s.streaming, s.prefix = true, p
-	} else {
-		s.prefix = strings.TrimSuffix(r.URL.Path, restSendSuffix)
-	}
+	s.prefix, s.streaming, _ = restSend(r)
 	// a2asrv decodes the body with a json.Decoder, as here, and answers a parse error
 	// without running anything when that fails.
 	var p sendParams

@@ -2,8 +2,6 @@ package exampleserver
 
 import (
 	"log/slog"
-	"net/http"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -71,24 +69,4 @@ func Card(base string) *a2a.AgentCard {
 			Tags:        []string{"echo"},
 		}},
 	}
-}
-
-// TenantScope is the examples' middleware.Options.Scope: the scope of a key is the
-// request's A2A tenant as a2a-go reads it. On the tenant routes
-// (TenantRESTPath/{tenant}/...) that is the path segment, which a2a-go's
-// NewTenantRESTHandler puts in place of any tenant in the body; elsewhere it is the
-// tenant the middleware read from the body (params.tenant on JSON-RPC).
-//
-// The middleware's default scope reads the body only: a client that puts the tenant
-// in the path alone (as a plain HTTP client may) would otherwise share one scope,
-// the empty tenant, with every other tenant.
-func TenantScope(r *http.Request, tenant string) (string, error) {
-	rest, ok := strings.CutPrefix(r.URL.Path, TenantRESTPath+"/")
-	if !ok {
-		return tenant, nil
-	}
-	if segment, _, _ := strings.Cut(rest, "/"); segment != "" {
-		return segment, nil
-	}
-	return tenant, nil
 }
