@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"time"
 
 	"github.com/a2akit/idempotency"
 )
@@ -26,6 +27,9 @@ type ClaimedSend struct {
 	// notify, when set, is called after each successful Bind; the middleware uses it
 	// to wake the retries of this process that wait for the key.
 	notify func()
+	// timeout, when positive, bounds each index call: the adapter binds on a2a-go's
+	// detached context, which has no deadline of its own.
+	timeout time.Duration
 
 	mu      sync.Mutex
 	hooked  bool // Bind was called by code behind the middleware
@@ -69,7 +73,9 @@ func (c *ClaimedSend) Token() idempotency.Token { return c.token }
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it
 // before the agent's first step; when it returns an error, the claim was lost (taken
 // over after its lease ended, or the index is unavailable) and the agent must not run.
-// Binding the value already bound returns nil without calling the index again.
+// Binding the value already bound (or its task id alone) returns nil without calling
+// the index again. Inside the middleware, each call is bounded by
+// Options.IndexTimeout.
 func (c *ClaimedSend) Bind(ctx context.Context, b idempotency.Binding) error {
 	return c.bind(ctx, b, true)
 }
@@ -80,8 +86,13 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 	if hook {
 		c.hooked = true
 	}
-	if c.bound && c.binding.TaskID == b.TaskID && bytes.Equal(c.binding.Reply, b.Reply) {
-		return nil
+	if c.bound && c.binding.TaskID == b.TaskID && (len(b.Reply) == 0 || bytes.Equal(c.binding.Reply, b.Reply)) {
+		return nil // the value already bound, or its task id alone
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
 	}
 	if err := c.index.Bind(ctx, c.scope, c.key, c.token, b); err != nil {
 		return err

@@ -20,6 +20,7 @@ func (x *exchange) forward(token idempotency.Token) {
 	cs := NewClaimedSend(m.index, x.scope, x.s.key, x.s.messageID, token)
 	k := waitKey{x.scope, x.s.key}
 	cs.notify = func() { m.waiters.notify(k) }
+	cs.timeout = m.opts.IndexTimeout
 	rec := &recorder{x: x, w: x.w, cs: cs}
 	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
 		slog.String("message_id", x.s.messageID), slog.String("follow_up_of", x.s.taskID))
