@@ -196,6 +196,50 @@ func TestMessageReplyLostIsReplayed(t *testing.T) {
 	}
 }
 
+// An agent that will answer with a Message is still thinking when the retry comes:
+// the key is bound to a task id that a2a-go never stores (no task is created for a
+// Message reply), so the retry must be told to come back (409 with Retry-After), not
+// that the task is gone. Once the agent has answered, the retry gets the Message. The
+// agent runs once.
+func TestRetryWhileMessageAgentThinksIsInFlight(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := memstore.New(memstore.Options{})
+			agent := &a2atest.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			srv := keyedServer(t, agent, index, middleware.Options{ReplayWait: 100 * time.Millisecond})
+			c := client(t, srv.Card, binding)
+			msg, _ := keyedMessage(t, "think hard")
+
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+				first <- err
+			}()
+			<-agent.Started
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			switch {
+			case err == nil:
+				t.Fatal("retry while the agent thinks succeeded")
+			case errors.Is(err, a2a.ErrTaskNotFound):
+				t.Fatalf("retry while the agent thinks: %v, want in flight, not TaskNotFound", err)
+			case !strings.Contains(err.Error(), "409") && !strings.Contains(err.Error(), "still in flight"):
+				t.Fatalf("retry while the agent thinks: %v, want 409 still in flight", err)
+			}
+			close(agent.Hold)
+			if err := <-first; err != nil {
+				t.Fatalf("first send: %v", err)
+			}
+			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if _, ok := res.(*a2a.Message); err != nil || !ok {
+				t.Fatalf("retry after the answer: %T %v, want the Message", res, err)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
 // An agent that answers with a Message after the client has gone: no response ever
 // carried the Message, so only the adapter, which records it before passing it on,
 // can give it to the retry. The agent runs once.
