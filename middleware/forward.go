@@ -67,7 +67,7 @@ func (rw *recorder) WriteHeader(code int) {
 	}
 	rw.wroteHeader = true
 	rw.status = code
-	addExtensionHeader(rw.w.Header())
+	addExtensionHeaders(rw.w.Header(), rw.x.s.b)
 	rw.stream = isEventStream(rw.w.Header())
 	rw.holding = rw.stream
 	rw.w.WriteHeader(code)
@@ -184,8 +184,14 @@ func (rw *recorder) settle(out outcome) {
 	case outcomeTask, outcomeUpdate:
 		rw.bind(idempotency.Binding{TaskID: out.taskID})
 	case outcomeMessage:
+		prev, ok := rw.cs.Bound()
+		if ok && len(prev.Reply) > 0 {
+			// The code behind recorded the reply itself (the adapter, from the agent's
+			// own Message): that record stands, whatever bytes the wire carried.
+			break
+		}
 		b := idempotency.Binding{Reply: out.message}
-		if prev, ok := rw.cs.Bound(); ok {
+		if ok {
 			b.TaskID = prev.TaskID
 		}
 		rw.bind(b)

@@ -12,6 +12,12 @@ import (
 // candidate, whatever its path, and the method names the operation.
 type jsonrpcBinding struct{}
 
+// protocol versions of the bindings, as Events and logs name them.
+const (
+	version10 = "1.0"
+	version03 = "0.3"
+)
+
 // JSON-RPC method names of A2A v1.0.
 const (
 	methodSendMessage          = "SendMessage"
@@ -20,18 +26,25 @@ const (
 	methodSubscribeToTask      = "SubscribeToTask"
 )
 
-// JSON-RPC error codes of A2A v1.0, and the ErrorInfo reasons a2a-go pairs with them.
+// JSON-RPC error codes the middleware answers with, the same in A2A v1.0 and v0.3.
 const (
 	codeInvalidRequest = -32600
 	codeInvalidParams  = -32602
+	codeInternalError  = -32603
 	codeServerError    = -32000
 	codeTaskNotFound   = -32001
 	codeUnsupported    = -32004
 )
 
-func (jsonrpcBinding) name() string { return "JSONRPC" }
+func (jsonrpcBinding) name() string    { return "JSONRPC" }
+func (jsonrpcBinding) version() string { return version10 }
 
-func (jsonrpcBinding) owns(*http.Request) bool { return true }
+// owns reports whether r is not an HTTP+JSON send: a JSON-RPC endpoint may be at any
+// path.
+func (jsonrpcBinding) owns(r *http.Request) bool {
+	_, _, ok := restSend(r)
+	return !ok
+}
 
 // rpcRequest mirrors a2a-go's internal/jsonrpc.ServerRequest, which
 // a2asrv.NewJSONRPCHandler decodes the body into with a json.Decoder (so trailing
@@ -44,13 +57,8 @@ type rpcRequest struct {
 }
 
 func (b jsonrpcBinding) readSend(_ *http.Request, body []byte) (*send, bool) {
-	var req rpcRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
-		return nil, false
-	}
-	// a2a-go answers -32600 for an id that is not a string, a number or null, and for
-	// a version other than 2.0, without running anything.
-	if !validID(req.ID) || req.JSONRPC != "2.0" {
+	req, ok := readCall(body)
+	if !ok {
 		return nil, false
 	}
 	s := &send{b: b, id: req.ID}
@@ -61,15 +69,31 @@ func (b jsonrpcBinding) readSend(_ *http.Request, body []byte) (*send, bool) {
 	default:
 		return nil, false
 	}
-	if s.id == nil {
-		s.id = json.RawMessage("null")
-	}
 	var p sendParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, false
 	}
 	p.fill(s)
 	return s, true
+}
+
+// readCall reads a JSON-RPC call as a2a-go's JSON-RPC handlers (v1.0, and v0.3 in
+// a2acompat/a2av0 and in a2a-go v0.3.x) decode it: with a json.Decoder, so bytes after
+// the first value are ignored. It reports false for what they answer -32700 or -32600
+// without running anything: no JSON object, an id that is not a string, a number or
+// null, a version other than 2.0. An absent id reads as null.
+func readCall(body []byte) (rpcRequest, bool) {
+	var req rpcRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+		return rpcRequest{}, false
+	}
+	if !validID(req.ID) || req.JSONRPC != "2.0" {
+		return rpcRequest{}, false
+	}
+	if req.ID == nil {
+		req.ID = json.RawMessage("null")
+	}
+	return req, true
 }
 
 // validID reports whether a raw id is one a2a-go accepts: absent, null, a string or a
@@ -99,21 +123,48 @@ func (b jsonrpcBinding) sendOutcome(status int, body []byte) outcome {
 }
 
 func (jsonrpcBinding) eventOutcome(data []byte) outcome {
-	var resp rpcResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return outcome{}
+	result, fail := readResponse(data)
+	if fail != nil {
+		return outcome{kind: outcomeFailed, fail: fail}
 	}
-	if !isNull(resp.Error) {
-		return outcome{kind: outcomeFailed, fail: &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}}
-	}
-	return streamResponseOutcome(resp.Result)
+	return streamResponseOutcome(result)
 }
 
-func (jsonrpcBinding) result(s *send, res result) []byte {
-	return rpcEnvelope(s, "result", streamResponse(res))
+func (jsonrpcBinding) eventTask(data []byte) ([]byte, bool) {
+	result, fail := readResponse(data)
+	if fail != nil {
+		return nil, false
+	}
+	return streamResponseTask(result)
+}
+
+// readResponse reads a JSON-RPC response: its result, or the error it carries as a
+// failure to relay. An unreadable response has neither.
+func readResponse(data []byte) (json.RawMessage, *failure) {
+	var resp rpcResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, nil
+	}
+	if !isNull(resp.Error) {
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}
+	}
+	return resp.Result, nil
+}
+
+func (jsonrpcBinding) result(s *send, res result) ([]byte, error) {
+	return rpcEnvelope(s, "result", streamResponse(res)), nil
 }
 
 func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
+	return rpcFailure(s, f, true)
+}
+
+func (jsonrpcBinding) extensionHeaders() []string { return []string{extensionsHeader} }
+
+// rpcFailure frames f as a JSON-RPC error answering s, with a google.rpc.ErrorInfo in
+// its data when withInfo is set. It returns the HTTP status, the body, and whether
+// the body is one Server-Sent Event.
+func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 	status := http.StatusOK
 	var errObj []byte
 	if f.kind == failRelayed {
@@ -128,6 +179,8 @@ func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
 			code, reason = codeUnsupported, "UNSUPPORTED_OPERATION"
 		case failTaskNotFound:
 			code, reason = codeTaskNotFound, "TASK_NOT_FOUND"
+		case failInternal:
+			code, reason = codeInternalError, "INTERNAL_ERROR"
 		case failUnavailable:
 			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusServiceUnavailable
 		case failInFlight:
@@ -137,7 +190,11 @@ func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
 		default: // failUnreadable
 			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusBadRequest
 		}
-		errObj, _ = json.Marshal(rpcError{Code: code, Message: f.message, Data: []errorInfo{newErrorInfo(reason, f)}})
+		e := rpcError{Code: code, Message: f.message}
+		if withInfo {
+			e.Data = []errorInfo{newErrorInfo(reason, f)}
+		}
+		errObj, _ = json.Marshal(e)
 	}
 	// An error to a streaming request is one SSE event, or the a2a-go client drops
 	// it; an error with its own HTTP status is a plain body, which the client reports
@@ -179,6 +236,12 @@ func (jsonrpcBinding) taskRequest(r *http.Request, s *send, taskID string) *http
 }
 
 func (jsonrpcBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+	return rpcTaskAnswer(status, body)
+}
+
+// rpcTaskAnswer reads a JSON-RPC answer to a task read: its result, or the failure
+// to pass on.
+func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	var resp rpcResponse
 	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
 		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +

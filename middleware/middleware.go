@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,7 +54,7 @@ func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Hand
 		index:    index,
 		opts:     opts,
 		log:      opts.Logger,
-		bindings: []binding{restBinding{}, jsonrpcBinding{}},
+		bindings: defaultBindings,
 	}
 	return func(next http.Handler) http.Handler { return &handler{m: m, next: next} }, nil
 }
@@ -93,12 +94,16 @@ func TenantPathScope(mount string) func(r *http.Request, tenant string) (string,
 	}
 }
 
+// defaultBindings are the dialects the middleware serves, in the order they are
+// asked: HTTP+JSON owns every path ending in /message:send, JSON-RPC every other POST.
+var defaultBindings = []binding{restBinding{}, jsonrpcBinding{}}
+
 // middleware is what the handlers of one New share.
 type middleware struct {
 	index    idempotency.KeyIndex
 	opts     Options
 	log      *slog.Logger
-	bindings []binding // asked in order; the last one owns every POST
+	bindings []binding // asked in order
 	waiters  notifier
 
 	honour       atomic.Pointer[honourState]
@@ -149,45 +154,38 @@ type handler struct {
 	next http.Handler
 }
 
-// agentCardPath is where A2A serves the public agent card.
-const agentCardPath = "/.well-known/agent-card.json"
+// Where A2A serves the public agent card: agentCardPath since A2A v0.3, and
+// legacyAgentCardPath before, which v0.3 servers often still serve.
+const (
+	agentCardPath       = "/.well-known/agent-card.json"
+	legacyAgentCardPath = "/.well-known/agent.json"
+)
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == agentCardPath:
+	case r.Method == http.MethodGet && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
 		h.serveCard(w, r)
 		return
 	case r.Method != http.MethodPost:
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	b := h.m.bindingFor(r)
 	body, f := h.m.readBody(r)
 	if f != nil {
-		writeFailure(w, b, nil, f, false)
+		writeFailure(w, bindingFor(h.m.bindings, r), nil, f, false)
 		return
 	}
 	if !mayCarryKey(body) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	s, ok := b.readSend(r, body)
-	if !ok || !s.keyed {
+	s := readSend(h.m.bindings, r, body)
+	if s == nil || !s.keyed {
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	x := &exchange{h: h, w: w, r: r, s: s}
 	x.run()
-}
-
-// bindingFor returns the binding that owns the POST request r.
-func (m *middleware) bindingFor(r *http.Request) binding {
-	for _, b := range m.bindings {
-		if b.owns(r) {
-			return b
-		}
-	}
-	return m.bindings[len(m.bindings)-1]
 }
 
 // readBody reads r's body, up to MaxBodyBytes, and puts back a body that reads the
@@ -426,7 +424,7 @@ func (x *exchange) inFlight(rec idempotency.Record) {
 // observe reports the outcome of the keyed send to Options.Observe.
 func (x *exchange) observe(o Outcome) {
 	if fn := x.h.m.opts.Observe; fn != nil {
-		fn(Event{Outcome: o, Binding: x.s.b.name(), Streaming: x.s.streaming, Scope: x.scope})
+		fn(Event{Outcome: o, Binding: x.s.b.name(), Version: x.s.b.version(), Streaming: x.s.streaming, Scope: x.scope})
 	}
 }
 
@@ -444,6 +442,7 @@ func (x *exchange) logAttrs(level slog.Level, msg string, extra ...slog.Attr) {
 	}
 	attrs := append([]slog.Attr{
 		slog.String("binding", x.s.b.name()),
+		slog.String("version", x.s.b.version()),
 		slog.Bool("streaming", x.s.streaming),
 		slog.String("scope", x.scope),
 		slog.String("key", key),
@@ -452,12 +451,12 @@ func (x *exchange) logAttrs(level slog.Level, msg string, extra ...slog.Attr) {
 }
 
 // writeFailure answers s (nil for a request not read as a send) with f in binding
-// b's shape. ext adds the extension to A2A-Extensions.
+// b's shape. ext names the extension in the binding's extension headers.
 func writeFailure(w http.ResponseWriter, b binding, s *send, f *failure, ext bool) {
 	status, body, sse := b.failure(s, f)
 	h := w.Header()
 	if ext {
-		addExtensionHeader(h)
+		addExtensionHeaders(h, b)
 	}
 	if f.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(f.retryAfter)))
@@ -474,10 +473,15 @@ func writeFailure(w http.ResponseWriter, b binding, s *send, f *failure, ext boo
 }
 
 // writeResult answers s with res: the whole body of a non-streamed answer, or a
-// stream of that one event.
+// stream of that one event. When res cannot be framed for s's binding, the answer is
+// an internal error.
 func writeResult(w http.ResponseWriter, s *send, res result) {
-	body := s.b.result(s, res)
-	addExtensionHeader(w.Header())
+	body, err := s.b.result(s, res)
+	if err != nil {
+		writeFailure(w, s.b, s, &failure{kind: failInternal, message: "the key's task or reply could not be answered: " + err.Error()}, true)
+		return
+	}
+	addExtensionHeaders(w.Header(), s.b)
 	if s.streaming {
 		writeEventHeaders(w)
 		_ = writeEvent(w, body)
@@ -489,15 +493,20 @@ func writeResult(w http.ResponseWriter, s *send, res result) {
 	_, _ = w.Write(body)
 }
 
-// addExtensionHeader lists the extension in the A2A-Extensions response header,
+// Response headers that name active extensions: A2A v1.0's, and the one of A2A v0.3.
+const (
+	extensionsHeader       = "A2A-Extensions"
+	legacyExtensionsHeader = "X-A2A-Extensions"
+)
+
+// addExtensionHeaders lists the extension in the extension headers of binding b,
 // unless it is already there.
-func addExtensionHeader(h http.Header) {
-	for _, v := range h.Values("A2A-Extensions") {
-		if v == idempotency.ExtensionURI {
-			return
+func addExtensionHeaders(h http.Header, b binding) {
+	for _, name := range b.extensionHeaders() {
+		if !slices.Contains(h.Values(name), idempotency.ExtensionURI) {
+			h.Add(name, idempotency.ExtensionURI)
 		}
 	}
-	h.Add("A2A-Extensions", idempotency.ExtensionURI)
 }
 
 // errNotFound reports whether err from a TaskReader says the task does not exist.

@@ -29,7 +29,7 @@ const (
 type Options struct {
 	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant
 	// the request names (params.tenant, or the body's tenant on the HTTP+JSON
-	// binding). The default is [DefaultScope]; servers that take the tenant from a
+	// binding; always empty in A2A v0.3, which has no tenant). The default is [DefaultScope]; servers that take the tenant from a
 	// REST path segment use [TenantPathScope]. Mix in the authenticated principal
 	// here so that two callers cannot reach each other's tasks through a shared key. An
 	// error refuses the send as invalid params (JSON-RPC -32602, REST 400) with the
@@ -72,8 +72,10 @@ type Options struct {
 // TaskReader reads a task's current state for a replay.
 type TaskReader interface {
 	// ReadTask returns the task taskID of tenant as A2A v1.0 JSON (a Task object, with
-	// its full history), or an error wrapping [ErrTaskNotFound] when it does not exist
-	// (or the caller of r may not see it). r is the retry being answered.
+	// its full history), whatever protocol version the retry r speaks (the middleware
+	// converts it for a v0.3 retry), or an error wrapping [ErrTaskNotFound] when it
+	// does not exist (or the caller of r may not see it). r is the retry being
+	// answered; tenant is empty for a v0.3 retry, which names none.
 	ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error)
 }
 
@@ -99,7 +101,9 @@ type Event struct {
 	Outcome Outcome
 	// Binding is "JSONRPC" or "HTTP+JSON".
 	Binding string
-	// Streaming is true for SendStreamingMessage and message:stream.
+	// Version is the A2A protocol version the send was made in: "1.0" or "0.3".
+	Version string
+	// Streaming is true for SendStreamingMessage, message/stream and message:stream.
 	Streaming bool
 	// Scope is the scope the key was claimed in.
 	Scope string

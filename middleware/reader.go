@@ -9,12 +9,14 @@ import (
 // The request types below mirror the fields of a2a-go's a2a.SendMessageRequest,
 // a2a.SendMessageConfig and a2a.Message (a2a/core.go, v2.4.0) that the middleware
 // needs, with the same Go types, the same json tags and the same pointers, and are
-// decoded with encoding/json as a2a-go decodes them. So they read what the server
-// behind reads: keys matched case-insensitively, the last of duplicate keys winning,
-// a repeated object merged into the one before it, JSON null resetting a pointer.
-// Leaving fields out can only make decoding succeed where a2a-go's fails (a bad
-// "parts" value), never the reverse; such a send is refused by the server before
-// anything runs. FuzzRequestReader holds the reader to this.
+// decoded with encoding/json as a2a-go decodes them. (sendConfig and message are also
+// those of a2a-go v0.3.x's MessageSendConfig and Message, in the params of its
+// JSON-RPC binding.) So they read what the server behind reads: keys matched
+// case-insensitively, the last of duplicate keys winning, a repeated object merged
+// into the one before it, JSON null resetting a pointer. Leaving fields out can only
+// make decoding succeed where a2a-go's fails (a bad "parts" value), never the
+// reverse; such a send is refused by the server before anything runs.
+// FuzzRequestReader holds the reader to this.
 
 // sendParams mirrors a2a.SendMessageRequest.
 type sendParams struct {
@@ -38,16 +40,22 @@ type message struct {
 // fill copies what the core needs from p into s.
 func (p *sendParams) fill(s *send) {
 	s.tenant = p.Tenant
-	if p.Config != nil {
-		s.historyLength = p.Config.HistoryLength
+	fillSend(s, p.Config, p.Message)
+}
+
+// fillSend copies what the core needs from a send's configuration c and message m
+// (either may be nil) into s.
+func fillSend(s *send, c *sendConfig, m *message) {
+	if c != nil {
+		s.historyLength = c.HistoryLength
 	}
-	if p.Message == nil {
+	if m == nil {
 		return
 	}
 	s.hasMessage = true
-	s.messageID = p.Message.ID
-	s.taskID = p.Message.TaskID
-	key, ok, err := idempotency.KeyOf(p.Message.Metadata)
+	s.messageID = m.ID
+	s.taskID = m.TaskID
+	key, ok, err := idempotency.KeyOf(m.Metadata)
 	s.keyed = ok || err != nil
 	s.key, s.keyErr = key, err
 }

@@ -178,7 +178,17 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 	out := x.s.b.eventOutcome(data)
 	switch out.kind {
 	case outcomeTask:
-		sw.start(x.s.b.result(x.s, result{task: shapeHistory(out.task, x.s.historyLength)}), sw.held[end:])
+		task, ok := x.s.b.eventTask(data)
+		if !ok {
+			sw.dropping = true
+			break
+		}
+		first, err := x.s.b.result(x.s, result{task: shapeHistory(task, x.s.historyLength)})
+		if err != nil {
+			sw.dropping = true
+			break
+		}
+		sw.start(first, sw.held[end:])
 	case outcomeUpdate, outcomeMessage:
 		// Not the task first, as a2a-go always sends it: pass the stream on as it is.
 		sw.start(nil, sw.held)
@@ -201,7 +211,7 @@ func (sw *subscribeWriter) start(first, rest []byte) {
 			h[k] = v
 		}
 	}
-	addExtensionHeader(h)
+	addExtensionHeaders(h, sw.x.s.b)
 	writeEventHeaders(sw.w)
 	if first != nil {
 		if sw.err = writeEvent(sw.w, first); sw.err != nil {

@@ -19,7 +19,8 @@ const (
 	restStreamSuffix = "/message:stream"
 )
 
-func (restBinding) name() string { return "HTTP+JSON" }
+func (restBinding) name() string    { return "HTTP+JSON" }
+func (restBinding) version() string { return version10 }
 
 // restSend splits the path of an HTTP+JSON send into the prefix before
 // /message:send or /message:stream, and reports whether it is a stream; ok is false
@@ -72,29 +73,45 @@ func (restBinding) sendOutcome(status int, body []byte) outcome {
 }
 
 func (restBinding) eventOutcome(data []byte) outcome {
+	if f := eventError(data); f != nil {
+		return outcome{kind: outcomeFailed, fail: f}
+	}
+	return streamResponseOutcome(data)
+}
+
+func (restBinding) eventTask(data []byte) ([]byte, bool) { return streamResponseTask(data) }
+
+// eventError returns the error an HTTP+JSON event carries ({"error": google.rpc.Status},
+// with the HTTP status in its code) as a failure to relay, or nil.
+func eventError(data []byte) *failure {
 	var e struct {
 		Error *struct {
 			Code int `json:"code"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(data, &e) == nil && e.Error != nil {
-		status := e.Error.Code
-		if status < 400 || status > 599 {
-			status = http.StatusInternalServerError
-		}
-		return outcome{kind: outcomeFailed, fail: &failure{kind: failRelayed, status: status, raw: data}}
+	if json.Unmarshal(data, &e) != nil || e.Error == nil {
+		return nil
 	}
-	return streamResponseOutcome(data)
+	status := e.Error.Code
+	if status < 400 || status > 599 {
+		status = http.StatusInternalServerError
+	}
+	return &failure{kind: failRelayed, status: status, raw: data}
 }
 
-func (restBinding) result(_ *send, res result) []byte {
-	return append(streamResponse(res), '\n')
+func (restBinding) result(_ *send, res result) ([]byte, error) {
+	return append(streamResponse(res), '\n'), nil
 }
 
-// failure answers with the HTTP status and a google.rpc.Status body, on message:stream
-// too: a2a-go's client reads any answer but 200 as an error, typed by the ErrorInfo
-// reason, before it looks for events.
-func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) {
+func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
+
+func (restBinding) extensionHeaders() []string { return []string{extensionsHeader} }
+
+// restFailure answers with the HTTP status and a google.rpc.Status body, on
+// message:stream too: a2a-go's clients (v1.0, and v0.3 in a2acompat/a2av0) read any
+// answer but 200 as an error, typed by the ErrorInfo reason, before they look for
+// events. The body is sent as application/json, the only type those clients read.
+func restFailure(f *failure) (int, []byte, bool) {
 	if f.kind == failRelayed {
 		return f.status, f.raw, false
 	}
@@ -107,6 +124,8 @@ func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) {
 		status, code, reason = http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"
 	case failTaskNotFound:
 		status, code, reason = http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"
+	case failInternal:
+		status, code, reason = http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"
 	case failUnavailable:
 		status, code, reason = http.StatusServiceUnavailable, "UNAVAILABLE", "SERVER_ERROR"
 	case failInFlight:
@@ -132,6 +151,12 @@ func (restBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Re
 }
 
 func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+	return restTaskAnswer(status, body)
+}
+
+// restTaskAnswer reads an HTTP+JSON answer to a task read: the bare Task, or the
+// failure to pass on.
+func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status == http.StatusOK {
 		if len(bytes.TrimSpace(body)) == 0 || body[0] != '{' {
 			return nil, &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; retry with the same key and message later",

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Wire pieces shared by the A2A v1.0 bindings.
+// Wire pieces shared by the bindings.
 
 // defaultRetryAfter is the Retry-After of a 503: index failures are expected to be
 // brief, and a retry costs the client one round trip.
@@ -48,46 +48,95 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
 }
 
-// streamResponseOutcome reads a v1.0 SendMessageResponse or StreamResponse: an
-// object with one of task, message, statusUpdate and artifactUpdate.
-func streamResponseOutcome(raw json.RawMessage) outcome {
-	var v struct {
-		Task           json.RawMessage `json:"task"`
-		Message        json.RawMessage `json:"message"`
-		StatusUpdate   json.RawMessage `json:"statusUpdate"`
-		ArtifactUpdate json.RawMessage `json:"artifactUpdate"`
-	}
+// streamMembers holds the members of a v1.0 SendMessageResponse or StreamResponse
+// (and of their proto-JSON twins in v0.3's HTTP+JSON): an object with one of task,
+// message, statusUpdate and artifactUpdate.
+type streamMembers struct {
+	Task           json.RawMessage `json:"task"`
+	Message        json.RawMessage `json:"message"`
+	StatusUpdate   json.RawMessage `json:"statusUpdate"`
+	ArtifactUpdate json.RawMessage `json:"artifactUpdate"`
+}
+
+// readStreamMembers reads raw as a SendMessageResponse or StreamResponse.
+func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
+	var v streamMembers
 	if isNull(raw) || json.Unmarshal(raw, &v) != nil {
-		return outcome{}
+		return streamMembers{}, false
 	}
+	return v, true
+}
+
+// outcome returns what the members carry. The message is passed on as it is: a
+// binding of another version converts it.
+func (v streamMembers) outcome() outcome {
 	switch {
 	case !isNull(v.Task):
-		var t struct {
-			ID string `json:"id"`
+		if id := objectID(v.Task, "id"); id != "" {
+			return outcome{kind: outcomeTask, taskID: id}
 		}
-		if json.Unmarshal(v.Task, &t) != nil || t.ID == "" {
-			return outcome{}
-		}
-		return outcome{kind: outcomeTask, taskID: t.ID, task: v.Task}
 	case !isNull(v.Message):
-		if v.Message[0] != '{' {
-			return outcome{}
+		if v.Message[0] == '{' {
+			return outcome{kind: outcomeMessage, message: v.Message}
 		}
-		return outcome{kind: outcomeMessage, message: v.Message}
-	case !isNull(v.StatusUpdate), !isNull(v.ArtifactUpdate):
-		update := v.StatusUpdate
-		if isNull(update) {
-			update = v.ArtifactUpdate
+	case !isNull(v.StatusUpdate):
+		if id := objectID(v.StatusUpdate, "taskId"); id != "" {
+			return outcome{kind: outcomeUpdate, taskID: id}
 		}
+	case !isNull(v.ArtifactUpdate):
+		if id := objectID(v.ArtifactUpdate, "taskId"); id != "" {
+			return outcome{kind: outcomeUpdate, taskID: id}
+		}
+	}
+	return outcome{}
+}
+
+// task returns the task the members carry, or false.
+func (v streamMembers) task() ([]byte, bool) {
+	if isNull(v.Task) || objectID(v.Task, "id") == "" {
+		return nil, false
+	}
+	return v.Task, true
+}
+
+// objectID returns the string member name ("id" or "taskId") of the JSON object raw,
+// or "" when raw is not an object or the member is not a string.
+func objectID(raw json.RawMessage, name string) string {
+	if name == "taskId" {
 		var u struct {
 			TaskID string `json:"taskId"`
 		}
-		if json.Unmarshal(update, &u) != nil || u.TaskID == "" {
-			return outcome{}
+		if json.Unmarshal(raw, &u) != nil {
+			return ""
 		}
-		return outcome{kind: outcomeUpdate, taskID: u.TaskID}
+		return u.TaskID
 	}
-	return outcome{}
+	var t struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return ""
+	}
+	return t.ID
+}
+
+// streamResponseOutcome reads a v1.0 SendMessageResponse or StreamResponse.
+func streamResponseOutcome(raw json.RawMessage) outcome {
+	v, ok := readStreamMembers(raw)
+	if !ok {
+		return outcome{}
+	}
+	return v.outcome()
+}
+
+// streamResponseTask returns the task of a v1.0 SendMessageResponse or
+// StreamResponse, or false.
+func streamResponseTask(raw json.RawMessage) ([]byte, bool) {
+	v, ok := readStreamMembers(raw)
+	if !ok {
+		return nil, false
+	}
+	return v.task()
 }
 
 // streamResponse returns the v1.0 SendMessageResponse (or StreamResponse) carrying res.
