@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
@@ -29,7 +30,10 @@ import (
 // The harness runs a real a2a-go v2.4.0 server behind the middleware, as the wire
 // reference's experiment does: the JSON-RPC handler at /jsonrpc, the HTTP+JSON
 // handler under /rest, the tenant HTTP+JSON handler under /t/{tenant}, and a static
-// agent card. Tests drive it with a2a-go's own client over HTTP.
+// agent card; and, over the same request handler, a2a-go's A2A v0.3 handlers
+// (a2acompat/a2av0): JSON-RPC at /v03/jsonrpc, HTTP+JSON at /v1/… (its own prefix,
+// at the root). Tests drive it with a2a-go's own clients over HTTP: v1.0's, and
+// a2av0's v0.3 transports.
 
 // The agent's behaviour is chosen by the first word of the message's text:
 //
@@ -91,7 +95,18 @@ func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 		}
 		switch {
 		case word == "reply":
-			yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("reply to "+text)), nil)
+			reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("reply to "+text))
+			if trace, ok := ec.Message.Metadata["trace"].(map[string]any); ok {
+				// A reply with every kind of part, for the conversions between
+				// dialects: the trace back as metadata, as object data and as list
+				// data, and a file by bytes and by URL.
+				raw := a2a.NewRawPart([]byte("raw \x00 bytes"))
+				raw.Filename, raw.MediaType = "r.bin", "application/octet-stream"
+				reply.Metadata = map[string]any{"trace": trace}
+				reply.Parts = append(reply.Parts, a2a.NewDataPart(trace), a2a.NewDataPart(trace["tags"]), raw,
+					a2a.NewFileURLPart("https://example.com/f.pdf", "application/pdf"))
+			}
+			yield(reply, nil)
 			return
 		case word == "fail" && n == 1:
 			yield(nil, errors.New("agent failed before creating a task"))
@@ -185,6 +200,8 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
 	mux.Handle("/t/", http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", rh)))
+	mux.Handle(jsonrpc03Path, a2av0.NewJSONRPCHandler(rh))
+	mux.Handle(a2av0.RESTPathPrefix+"/", a2av0.NewRESTHandler(rh))
 	card := cfg.card
 	if card == nil {
 		card = a2asrv.NewStaticAgentCardHandler(testCard())
@@ -311,40 +328,85 @@ func testCard() *a2a.AgentCard {
 	}
 }
 
-// A mode is a binding and whether the send streams.
+// jsonrpc03Path is where the harness serves v0.3's JSON-RPC.
+const jsonrpc03Path = "/v03/jsonrpc"
+
+// A dialect is an A2A binding in one protocol version.
+type dialect struct {
+	binding string // "JSONRPC" or "HTTP+JSON"
+	version string // "1.0" or "0.3"
+}
+
+var (
+	jsonrpc10 = dialect{"JSONRPC", "1.0"}
+	rest10    = dialect{"HTTP+JSON", "1.0"}
+	jsonrpc03 = dialect{"JSONRPC", "0.3"}
+	rest03    = dialect{"HTTP+JSON", "0.3"}
+)
+
+// dialects are every dialect the middleware serves; v1Dialects those with tenants.
+var (
+	dialects   = []dialect{jsonrpc10, rest10, jsonrpc03, rest03}
+	v1Dialects = []dialect{jsonrpc10, rest10}
+)
+
+func (d dialect) String() string { return d.binding + "-" + d.version }
+
+// A mode is a dialect and whether the send streams.
 type mode struct {
-	binding   string // "JSONRPC" or "HTTP+JSON"
+	dialect
 	streaming bool
 }
 
-var modes = []mode{{"JSONRPC", false}, {"JSONRPC", true}, {"HTTP+JSON", false}, {"HTTP+JSON", true}}
+// modesOf returns every mode of ds: each dialect, unary and streaming.
+func modesOf(ds ...dialect) []mode {
+	var ms []mode
+	for _, d := range ds {
+		ms = append(ms, mode{d, false}, mode{d, true})
+	}
+	return ms
+}
+
+var (
+	modes   = modesOf(dialects...)
+	v1Modes = modesOf(v1Dialects...)
+)
 
 func (m mode) String() string {
 	if m.streaming {
-		return m.binding + "/stream"
+		return m.dialect.String() + "/stream"
 	}
-	return m.binding + "/unary"
+	return m.dialect.String() + "/unary"
 }
 
-// client returns an a2a-go client of the binding, at base (the harness's server when
-// empty), for tenant (none when empty).
-func (h *harness) client(binding, tenant, base string) *a2aclient.Client {
+// client returns an a2a-go client of dialect d, at base (the harness's server when
+// empty), for tenant (none when empty; v0.3 has no tenant).
+func (h *harness) client(d dialect, tenant, base string) *a2aclient.Client {
 	h.t.Helper()
 	if base == "" {
 		base = h.srv.URL
 	}
 	var iface *a2a.AgentInterface
 	switch {
-	case binding == "JSONRPC":
+	case d == jsonrpc03:
+		iface = &a2a.AgentInterface{URL: base + jsonrpc03Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version}
+	case d == rest03:
+		iface = &a2a.AgentInterface{URL: base, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2av0.Version}
+	case d.binding == "JSONRPC":
 		iface = a2a.NewAgentInterface(base+"/jsonrpc", a2a.TransportProtocolJSONRPC)
 	case tenant != "":
 		iface = a2a.NewAgentInterface(base+"/t", a2a.TransportProtocolHTTPJSON)
 	default:
 		iface = a2a.NewAgentInterface(base+"/rest", a2a.TransportProtocolHTTPJSON)
 	}
+	if tenant != "" && d.version != "1.0" {
+		h.t.Fatalf("%s has no tenant", d)
+	}
 	iface.Tenant = tenant
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []*a2a.AgentInterface{iface},
-		a2aclient.WithJSONRPCTransport(h.hc), a2aclient.WithRESTTransport(h.hc))
+		a2aclient.WithJSONRPCTransport(h.hc), a2aclient.WithRESTTransport(h.hc),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: h.hc}),
+		a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: h.hc}))
 	if err != nil {
 		h.t.Fatalf("a2aclient.NewFromEndpoints: %v", err)
 	}

@@ -95,8 +95,10 @@ func TenantPathScope(mount string) func(r *http.Request, tenant string) (string,
 }
 
 // defaultBindings are the dialects the middleware serves, in the order they are
-// asked: HTTP+JSON owns every path ending in /message:send, JSON-RPC every other POST.
-var defaultBindings = []binding{restBinding{}, jsonrpcBinding{}}
+// asked. v0.3's HTTP+JSON comes before v1.0's, which owns every path ending in
+// /message:send (see rest03Binding for how the two are told apart); the JSON-RPC
+// dialects own every other POST and tell each other apart by method name.
+var defaultBindings = []binding{rest03Binding{}, restBinding{}, jsonrpcBinding{}, jsonrpc03Binding{}}
 
 // middleware is what the handlers of one New share.
 type middleware struct {

@@ -20,7 +20,7 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
 			msg := keyedMessage(t, key, "echo hello")
@@ -60,8 +60,8 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
-			if e := h.lastEvent(); e.Binding != m.binding || e.Scope != "" {
-				t.Fatalf("last event %+v: want binding %s, scope \"\"", e, m.binding)
+			if e := h.lastEvent(); e.Binding != m.binding || e.Version != m.version || e.Scope != "" {
+				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.binding, m.version)
 			}
 		})
 	}
@@ -70,10 +70,10 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 // A blocking retry answers the task as it is now, without waiting for it to finish,
 // with its history shaped by the retry's historyLength.
 func TestRetryAnswersCurrentState(t *testing.T) {
-	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
-		t.Run(b, func(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(b, "", "")
+			c := h.client(d, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "block until released")
 
@@ -98,7 +98,7 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 			for _, tc := range []struct {
 				historyLength *int
 				history       int
-			}{{nil, 1}, {ptr(0), 0}, {ptr(1), 1}, {ptr(5), 1}} {
+			}{{nil, 1}, {ptr(0), historyFor0(d, 1)}, {ptr(1), 1}, {ptr(5), 1}} {
 				retry, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: tc.historyLength}})
 				if err != nil {
 					t.Fatalf("retry: %v", err)
@@ -122,11 +122,12 @@ func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
 			holder := keyedMessage(t, key, "echo the holder's secret content")
-			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: holder}); err != nil {
+			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: holder})
+			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
 
@@ -139,7 +140,7 @@ func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
 				t.Fatalf("error %q does not say the key is already held", err)
 			}
 			wire := string(h.wire.last().respBody.Bytes())
-			for _, secret := range []string{holder.ID, "secret", string(taskOfFirst(t, h))} {
+			for _, secret := range []string{holder.ID, "secret", string(taskOf(first[0]))} {
 				if strings.Contains(wire, secret) {
 					t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
 				}
@@ -150,18 +151,6 @@ func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
 		})
 	}
-}
-
-// taskOfFirst returns the task id in the first answer the harness's clients got.
-func taskOfFirst(t *testing.T, h *harness) a2a.TaskID {
-	t.Helper()
-	body := string(h.wire.exchanges()[0].respBody.Bytes())
-	_, rest, ok := strings.Cut(body, `"task":{"id":"`)
-	if !ok {
-		t.Fatalf("first answer %q names no task", body)
-	}
-	id, _, _ := strings.Cut(rest, `"`)
-	return a2a.TaskID(id)
 }
 
 func TestMalformedKeysAreRefused(t *testing.T) {
@@ -180,7 +169,7 @@ func TestMalformedKeysAreRefused(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			for _, tc := range cases {
 				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo "+tc.name))
 				msg.Metadata = map[string]any{idempotency.MetadataKey: tc.value}
@@ -208,7 +197,7 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "reply please")
 			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -240,7 +229,7 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "fail first")
 			if evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
@@ -266,7 +255,7 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{Lease: lease}})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo to be deleted")
 			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -289,15 +278,16 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 	}
 }
 
+// (A2A v0.3 has no tenant.)
 func TestSameKeyInTwoTenantsMakesTwoTasks(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range v1Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo tenants")
 			var ids []a2a.TaskID
 			for _, tenant := range []string{"acme", "globex", "acme"} {
-				evs, err := send(ctx, h.client(m.binding, tenant, ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+				evs, err := send(ctx, h.client(m.dialect, tenant, ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
 				if err != nil {
 					t.Fatalf("tenant %s: %v", tenant, err)
 				}
@@ -352,7 +342,7 @@ func TestReplayThroughTaskReader(t *testing.T) {
 			const lease = 300 * time.Millisecond
 			h := newHarness(t, harnessConfig{record: true, opts: middleware.Options{Lease: lease},
 				tasks: func(h *harness) middleware.TaskReader { return storeReader{h} }})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo through the reader")
 			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -365,11 +355,13 @@ func TestReplayThroughTaskReader(t *testing.T) {
 				t.Fatalf("retry: %v", err)
 			}
 			task, ok := retry[0].(*a2a.Task)
-			if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 {
-				t.Fatalf("retry: %#v, want task %s completed without history", retry[0], id)
+			if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != historyFor0(m.dialect, 1) ||
+				len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
+				t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
 			}
 			for _, x := range h.innerR.exchanges() {
-				if x.method == "GET" || strings.Contains(string(x.reqBody), `"GetTask"`) {
+				read := x.method == "GET" && !strings.HasSuffix(x.path, ":subscribe") // v0.3 subscribes with GET
+				if read || strings.Contains(string(x.reqBody), `"GetTask"`) || strings.Contains(string(x.reqBody), `"tasks/get"`) {
 					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.method, x.path, x.reqBody)
 				}
 			}
@@ -386,23 +378,86 @@ func TestReplayThroughTaskReader(t *testing.T) {
 	}
 }
 
-// A key claimed through one binding is honoured when the retry comes through the
-// other: the scope is the tenant, not the binding.
-func TestRetryThroughOtherBinding(t *testing.T) {
+// One middleware in front of a server that serves every dialect: a key claimed
+// through one dialect is honoured when the retry comes through another, in both
+// directions between A2A v1.0 and v0.3 (the default scope is the tenant, which the
+// v1.0 clients here leave empty and v0.3 has not), and the retry gets the task, or
+// the first attempt's Message reply, in its own dialect's shape.
+func TestRetryThroughOtherDialect(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	ctx := context.Background()
-	msg := keyedMessage(t, idempotency.NewKey(), "echo across bindings")
-	first, err := send(ctx, h.client("JSONRPC", "", ""), false, &a2a.SendMessageRequest{Message: msg})
+	for _, first := range dialects {
+		for _, retry := range dialects {
+			if retry == first {
+				continue
+			}
+			t.Run(first.String()+"→"+retry.String(), func(t *testing.T) {
+				msg := keyedMessage(t, idempotency.NewKey(), "echo across dialects")
+				evs, err := send(ctx, h.client(first, "", ""), false, &a2a.SendMessageRequest{Message: msg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := taskOf(evs[0])
+				for _, streaming := range []bool{false, true} {
+					again, err := send(ctx, h.client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: msg})
+					if err != nil || len(again) == 0 {
+						t.Fatalf("retry (streaming=%v): %v, %v", streaming, again, err)
+					}
+					task, ok := again[0].(*a2a.Task)
+					if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 ||
+						task.Artifacts[0].Parts[0].Text() != "echo: echo across dialects" || len(task.History) != 1 || task.History[0].ID != msg.ID {
+						t.Fatalf("retry (streaming=%v): first event %#v, want completed task %s with its artifact and history", streaming, again[0], id)
+					}
+				}
+				if n := h.agent.runsOf(msg.ID); n != 1 {
+					t.Fatalf("agent ran %d times, want 1", n)
+				}
+
+				// A Message reply recorded through one dialect is stored as v1.0 JSON and
+				// answered in the other's shape.
+				ask := keyedMessage(t, idempotency.NewKey(), "reply across dialects")
+				ask.Metadata["trace"] = map[string]any{"n": 1.5, "tags": []any{"a", "b"}}
+				evs, err = send(ctx, h.client(first, "", ""), false, &a2a.SendMessageRequest{Message: ask})
+				if err != nil {
+					t.Fatal(err)
+				}
+				reply := evs[0].(*a2a.Message)
+				for _, streaming := range []bool{false, true} {
+					again, err := send(ctx, h.client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: ask})
+					if err != nil || len(again) != 1 {
+						t.Fatalf("retry of the reply (streaming=%v): %v, %v", streaming, again, err)
+					}
+					// (Compared as JSON: a2a-go's v0.3 client leaves an empty part
+					// metadata where v1.0's has none.)
+					got, ok := again[0].(*a2a.Message)
+					if gj, rj := jsonOf(t, got), jsonOf(t, reply); !ok || gj != rj {
+						t.Fatalf("retry of the reply (streaming=%v): %s, want %s", streaming, gj, rj)
+					}
+				}
+				if n := h.agent.runsOf(ask.ID); n != 1 {
+					t.Fatalf("agent ran %d times for the reply, want 1", n)
+				}
+			})
+		}
+	}
+}
+
+// jsonOf returns v as JSON.
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, streaming := range []bool{false, true} {
-		retry, err := send(ctx, h.client("HTTP+JSON", "", ""), streaming, &a2a.SendMessageRequest{Message: msg})
-		if err != nil || taskOf(retry[0]) != taskOf(first[0]) {
-			t.Fatalf("HTTP+JSON retry (streaming=%v): %v, %v; want task %s", streaming, retry, err, taskOf(first[0]))
-		}
+	return string(b)
+}
+
+// historyFor0 returns how many history messages a task of whole history n has when
+// read with historyLength 0 in dialect d: none, but all of them in v0.3's HTTP+JSON,
+// which cannot say 0 (its proto int32 drops it, and 0 reads as absent).
+func historyFor0(d dialect, n int) int {
+	if d == rest03 {
+		return n
 	}
-	if n := h.agent.runsOf(msg.ID); n != 1 {
-		t.Fatalf("agent ran %d times, want 1", n)
-	}
+	return 0
 }

@@ -66,10 +66,10 @@ func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 
 // A streaming retry of a running task gets the task, then its later events live.
 func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
-	for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
-		t.Run(b, func(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(b, "", "")
+			c := h.client(d, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "block until released")
 
@@ -87,8 +87,8 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			if it.err != nil || !ok || got.ID != task.ID || got.Status.State != a2a.TaskStateWorking {
 				t.Fatalf("retry's first event: %#v, %v; want task %s working", it.ev, it.err, task.ID)
 			}
-			if len(got.History) != 0 {
-				t.Fatalf("retry's task has %d history messages, want none for historyLength 0", len(got.History))
+			if want := historyFor0(d, 1); len(got.History) != want {
+				t.Fatalf("retry's task has %d history messages, want %d for historyLength 0", len(got.History), want)
 			}
 
 			// Only now does the agent go on: what follows reaches the retry live.
@@ -155,7 +155,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			idx := &lookupSignal{KeyIndex: memstore.New(memstore.Options{})}
 			h := newHarness(t, harnessConfig{index: idx, opts: middleware.Options{ReplayWait: 10 * time.Second}})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "hold the first attempt")
 
@@ -171,7 +171,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			within(t, h.agent.started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
-			short := h.client(m.binding, "", h.secondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
+			short := h.client(m.dialect, "", h.secondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
 			_, err := send(ctx, short, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			switch {
 			case err == nil:
@@ -224,7 +224,7 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 10 * time.Second}})
 			h.wire.discard = true
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			start := time.Now()
 			for k := range keys {
 				msg := keyedMessage(t, idempotency.NewKey(), "echo concurrent "+strconv.Itoa(k))
@@ -273,7 +273,7 @@ func TestClientGoneKeepsKeyPending(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			msg := keyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)

@@ -27,7 +27,7 @@ func TestUnkeyedTrafficIsUntouched(t *testing.T) {
 	h := newHarness(t, harnessConfig{record: true})
 	ctx := context.Background()
 	for _, m := range modes {
-		c := h.client(m.binding, "", "")
+		c := h.client(m.dialect, "", "")
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
 		msg.Metadata = map[string]any{"trace": "abc"}
 		evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -49,6 +49,11 @@ func TestUnkeyedTrafficIsUntouched(t *testing.T) {
 		{"POST", "/jsonrpc", `[{"jsonrpc":"2.0","id":9,"method":"SendMessage"}] ` + idempotency.MetadataKey},
 		{"POST", "/jsonrpc", `not json ` + idempotency.MetadataKey},
 		{"GET", "/rest/tasks/nope", ""},
+		{"POST", jsonrpc03Path, `{"jsonrpc":"2.0","id":10,"method":"message/send","params":{"message":{"kind":"message","messageId":"esc-3",` +
+			`"role":"user","parts":[{"kind":"text","text":"echo \/"}],"metadata":{"a2a-rust.com\/other":"x"}}}}`},
+		{"POST", jsonrpc03Path, `{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"id":"nope","metadata":{"` + idempotency.MetadataKey + `":1}}}`},
+		{"POST", "/v1/message:send", `{"message":{"messageId":"esc-4","role":"ROLE_USER","content":[{"text":"echo \/"}]}}`},
+		{"GET", "/v1/tasks/nope", ""},
 	}
 	for _, rq := range raw {
 		req, _ := http.NewRequest(rq.method, h.srv.URL+rq.path, strings.NewReader(rq.body))
@@ -90,7 +95,7 @@ func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
 			msg := keyedMessage(t, key, "echo header")
@@ -107,6 +112,14 @@ func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
 			for i, x := range xs {
 				if got := x.header.Values("A2A-Extensions"); !slices.Equal(got, []string{idempotency.ExtensionURI}) {
 					t.Fatalf("answer %d (%v): A2A-Extensions %q", i, h.outcomes(), got)
+				}
+				// v0.3 names active extensions in X-A2A-Extensions.
+				want := []string(nil)
+				if m.version == "0.3" {
+					want = []string{idempotency.ExtensionURI}
+				}
+				if got := x.header.Values("X-A2A-Extensions"); !slices.Equal(got, want) {
+					t.Fatalf("answer %d (%v): X-A2A-Extensions %q, want %q", i, h.outcomes(), got, want)
 				}
 			}
 		})
@@ -135,7 +148,7 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{index: failingIndex{}})
-			c := h.client(m.binding, "", "")
+			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo must not run")
 			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -152,7 +165,7 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 			body := x.respBody.Bytes()
 			if m.binding == "JSONRPC" {
 				// a2a-go's JSON-RPC client reports the status without reading the body.
-				resp, b := httpDo(t, h.hc, "POST", h.srv.URL+"/jsonrpc", string(x.reqBody), nil)
+				resp, b := httpDo(t, h.hc, "POST", h.srv.URL+x.path, string(x.reqBody), nil)
 				if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Content-Type") != "application/json" {
 					t.Fatalf("raw retry: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 				}
@@ -167,6 +180,9 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 				ID    json.RawMessage `json:"id"`
 				Error json.RawMessage `json:"error"`
 			}
+			var data struct {
+				Data json.RawMessage `json:"data"`
+			}
 			if json.Unmarshal(body, &envelope) != nil || json.Unmarshal(envelope.Error, &e) != nil ||
 				!strings.Contains(e.Message, "unavailable") {
 				t.Fatalf("body %q does not say in the binding's shape that the index is unavailable", body)
@@ -176,6 +192,12 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 			}
 			if m.binding == "JSONRPC" && (e.Code != -32000 || len(envelope.ID) < 3) {
 				t.Fatalf("body %q: want code -32000 and the request's id", body)
+			}
+			// A v0.3 JSON-RPC error has no data: the two v0.3 clients of a2a-go read it
+			// in shapes that exclude each other.
+			json.Unmarshal(envelope.Error, &data)
+			if hasData := len(data.Data) > 0; m.binding == "JSONRPC" && hasData != (m.version == "1.0") {
+				t.Fatalf("body %q: data present %v in version %s", body, hasData, m.version)
 			}
 			if n := h.agent.runsOf(msg.ID); n != 0 {
 				t.Fatalf("agent ran %d times", n)
@@ -212,7 +234,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 		for _, m := range modes {
 			t.Run(cfg.name+"/"+m.String(), func(t *testing.T) {
 				h := newHarness(t, cfg.cfg)
-				c := h.client(m.binding, "", "")
+				c := h.client(m.dialect, "", "")
 				ctx := context.Background()
 				msg := keyedMessage(t, idempotency.NewKey(), "echo keyed")
 				evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
@@ -247,6 +269,8 @@ func TestOversizeBodyGets413(t *testing.T) {
 		{"/jsonrpc", true, `"code":-32600`},
 		{"/rest/message:send", false, `"status":"INVALID_ARGUMENT"`},
 		{"/t/acme/message%3Astream", true, `"status":"INVALID_ARGUMENT"`},
+		{jsonrpc03Path, false, `"code":-32600`},
+		{"/v1/message:stream", true, `"status":"INVALID_ARGUMENT"`},
 	} {
 		var body io.Reader = strings.NewReader(big)
 		if tc.chunked {
@@ -267,7 +291,7 @@ func TestOversizeBodyGets413(t *testing.T) {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 	// Small bodies still pass.
-	c := h.client("JSONRPC", "", "")
+	c := h.client(jsonrpc10, "", "")
 	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: keyedMessage(t, idempotency.NewKey(), "echo small")}); err != nil {
 		t.Fatalf("small keyed send: %v", err)
 	}
@@ -354,7 +378,7 @@ func TestLogsRedactKeys(t *testing.T) {
 	h := newHarness(t, harnessConfig{index: failingIndex{}})
 	key := idempotency.NewKey()
 	for _, m := range modes {
-		send(context.Background(), h.client(m.binding, "", ""), m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo")})
+		send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo")})
 	}
 	logs := h.logs.String()
 	if !strings.Contains(logs, idempotency.RedactKey(key)) || strings.Contains(logs, key) {
@@ -387,7 +411,7 @@ func TestScopeErrorRefuses(t *testing.T) {
 	}
 	h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: scope}})
 	for _, m := range modes {
-		_, err := send(context.Background(), h.client(m.binding, "", ""), m.streaming,
+		_, err := send(context.Background(), h.client(m.dialect, "", ""), m.streaming,
 			&a2a.SendMessageRequest{Message: keyedMessage(t, idempotency.NewKey(), "echo")})
 		if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "sign in") {
 			t.Fatalf("%s: %v", m, err)
