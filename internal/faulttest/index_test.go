@@ -270,10 +270,6 @@ const knownBugsVar = "IDEMPOTENCY_KNOWN_BUGS"
 // the Message only when the agent yields it): the retry must get the Message (or 409,
 // in flight), never TaskNotFound, since no task will ever exist and the Message comes.
 func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
-	if os.Getenv(knownBugsVar) == "" {
-		t.Skipf("known kit bug, reported: the middleware's replay waits for the task without looking the key up again, "+
-			"so it misses the Message reply and answers TaskNotFound after ReplayWait; set %s=1 to run", knownBugsVar)
-	}
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			srv, err := echoserver.Start(echoserver.Config{
