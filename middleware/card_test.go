@@ -2,15 +2,22 @@ package middleware_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	legacya2a "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
@@ -132,4 +139,91 @@ func staticCard(raw string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(raw))
 	})
+}
+
+// The card of a server that also speaks A2A v0.3, as a2av0's compatibility producer
+// serves it (v1.0's card joined with v0.3's top-level url, protocolVersion and
+// preferredTransport), gets the extension at the same place, at v0.3's well-known
+// path and at the older agent.json; a v0.3 client that resolves the card sees the
+// extension, and its keyed sends through the card's interface are deduplicated.
+func TestAgentCardV03(t *testing.T) {
+	var base atomic.Pointer[string]
+	producer := a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
+		card := testCard()
+		card.SupportedInterfaces = []*a2a.AgentInterface{
+			{URL: *base.Load() + jsonrpc03Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
+		}
+		return card, nil
+	})
+	h := newHarness(t, harnessConfig{card: a2asrv.NewAgentCardHandler(a2av0.NewAgentCardProducer(producer))})
+	base.Store(&h.srv.URL)
+	srv := httptest.NewServer(h.inner)
+	defer srv.Close()
+
+	for _, path := range []string{a2asrv.WellKnownAgentCardPath, legacyCardPath} {
+		resp, body := httpDo(t, h.hc, "GET", h.srv.URL+path, "", nil)
+		_, inner := httpDo(t, h.hc, "GET", srv.URL+path, "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		// v0.3's own fields are there, and every field of the inner card is kept.
+		var got, want map[string]any
+		if json.Unmarshal(body, &got) != nil || json.Unmarshal(inner, &want) != nil {
+			t.Fatalf("%s: card %s", path, body)
+		}
+		if got["url"] != h.srv.URL+jsonrpc03Path || got["protocolVersion"] != "0.3" || got["preferredTransport"] != "JSONRPC" {
+			t.Fatalf("%s: card %s lacks v0.3's top-level fields", path, body)
+		}
+		caps := got["capabilities"].(map[string]any)
+		exts := caps["extensions"].([]any)
+		last := exts[len(exts)-1].(map[string]any)
+		if last["uri"] != idempotency.ExtensionURI || last["required"] != false {
+			t.Fatalf("%s: extensions %v", path, exts)
+		}
+		caps["extensions"] = exts[:len(exts)-1]
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: served card without the entry\n%v\ndiffers from the inner card\n%v", path, got, want)
+		}
+
+		// a2a-go v0.3.x's card type and a2av0's parser both see the extension.
+		var legacy legacya2a.AgentCard
+		if err := json.Unmarshal(body, &legacy); err != nil || legacy.URL != h.srv.URL+jsonrpc03Path ||
+			!slices.ContainsFunc(legacy.Capabilities.Extensions, func(e legacya2a.AgentExtension) bool {
+				return e.URI == idempotency.ExtensionURI && !e.Required
+			}) {
+			t.Fatalf("%s: v0.3 card %+v (%v) without the extension", path, legacy, err)
+		}
+		parsed, err := a2av0.NewAgentCardParser()(body)
+		if err != nil || !slices.ContainsFunc(parsed.Capabilities.Extensions, func(e a2a.AgentExtension) bool {
+			return e.URI == idempotency.ExtensionURI
+		}) {
+			t.Fatalf("%s: parsed card %+v (%v) without the extension", path, parsed, err)
+		}
+	}
+
+	resolver := &agentcard.Resolver{Client: h.hc, CardParser: a2av0.NewAgentCardParser()}
+	card, err := resolver.Resolve(context.Background(), h.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(context.Background(), card, a2aclient.WithDefaultsDisabled(),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: h.hc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := keyedMessage(t, idempotency.NewKey(), "echo through the card")
+	var ids []a2a.TaskID
+	for range 2 {
+		res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, taskOf(res))
+	}
+	if ids[0] == "" || ids[0] != ids[1] || h.agent.runsOf(msg.ID) != 1 {
+		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.runsOf(msg.ID))
+	}
+	if e := h.lastEvent(); e.Version != "0.3" || e.Outcome != "replayed" {
+		t.Fatalf("last event %+v, want a v0.3 replay", e)
+	}
 }

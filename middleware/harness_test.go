@@ -207,6 +207,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 		card = a2asrv.NewStaticAgentCardHandler(testCard())
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, card)
+	mux.Handle(legacyCardPath, card) // as v0.3 servers often still serve it
 	h.inner = mux
 	if cfg.inner != nil {
 		h.inner = cfg.inner
@@ -330,6 +331,9 @@ func testCard() *a2a.AgentCard {
 
 // jsonrpc03Path is where the harness serves v0.3's JSON-RPC.
 const jsonrpc03Path = "/v03/jsonrpc"
+
+// legacyCardPath is where A2A served the agent card before v0.3.
+const legacyCardPath = "/.well-known/agent.json"
 
 // A dialect is an A2A binding in one protocol version.
 type dialect struct {
