@@ -71,9 +71,10 @@ func TestCrash(t *testing.T) {
 // build builds the crash server into a temporary directory.
 func build(t *testing.T) string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
+	// go test puts the go command of the running toolchain first on PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the crash server: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "crashserver")
 	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/a2akit/idempotency/internal/crashtest/crashserver")
