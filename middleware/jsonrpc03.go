@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -172,9 +173,16 @@ func (jsonrpc03Binding) subscribeRequest(r *http.Request, s *send, taskID string
 // what a2acompat/a2av0 writes: v1.0's objects with a "kind" member on tasks, messages
 // and parts, lower-case states and roles, and parts that are text, file or data.
 
+// kindTag is the kind member of a v0.3 task or message: written, never read, as
+// a2a-go v0.3.x's types have no field for it (a part's kind is read).
+type kindTag string
+
+// UnmarshalJSON ignores the member, whatever it holds.
+func (*kindTag) UnmarshalJSON([]byte) error { return nil }
+
 // kindTask mirrors a2a.Task of a2a-go v0.3.x.
 type kindTask struct {
-	Kind      string          `json:"kind"`
+	Kind      kindTag         `json:"kind"`
 	ID        string          `json:"id"`
 	Artifacts []*kindArtifact `json:"artifacts,omitempty"`
 	ContextID string          `json:"contextId"`
@@ -192,7 +200,7 @@ type kindStatus struct {
 
 // kindMessage mirrors a2a.Message of a2a-go v0.3.x.
 type kindMessage struct {
-	Kind           string      `json:"kind"`
+	Kind           kindTag     `json:"kind"`
 	ID             string      `json:"messageId"`
 	ContextID      string      `json:"contextId,omitempty"`
 	Extensions     []string    `json:"extensions,omitempty"`
@@ -371,7 +379,7 @@ func kindPartToV1(p *kindPart) (*v1Part, error) {
 		if isNull(value) {
 			value = rawNull
 		}
-		if compat, ok := metadata[dataPartCompat]; ok && string(compat) == "true" {
+		if compat, ok := metadata[dataPartCompat]; ok && string(bytes.TrimSpace(compat)) == "true" {
 			value = data["value"]
 			if value == nil {
 				value = rawNull

@@ -9,11 +9,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	legacya2a "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2apb/v0/pbjson"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
@@ -59,6 +63,77 @@ func a2aRESTSend(body []byte) (*a2a.SendMessageRequest, bool) {
 		return nil, false
 	}
 	return &p, true
+}
+
+// a2av0JSONRPCSend decodes body as a2av0's JSON-RPC handler (and a2a-go v0.3.x's)
+// does, and returns the v1.0 SendMessageRequest it hands the request handler, or
+// false when it would answer an error without running anything.
+func a2av0JSONRPCSend(body []byte) (*a2a.SendMessageRequest, bool) {
+	var req a2aRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+		return nil, false
+	}
+	switch req.ID.(type) {
+	case nil, string, float64:
+	default:
+		return nil, false
+	}
+	if req.JSONRPC != "2.0" || (req.Method != "message/send" && req.Method != "message/stream") {
+		return nil, false
+	}
+	var p legacya2a.MessageSendParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, false
+	}
+	v1, err := a2av0.ToV1SendMessageRequest(&p)
+	if err != nil {
+		return nil, false
+	}
+	return v1, true
+}
+
+// a2av0RESTSend decodes body as a2av0's HTTP+JSON handler does.
+func a2av0RESTSend(body []byte) (*a2a.SendMessageRequest, bool) {
+	req, err := pbjson.FromProtoSendMessageRequest(body)
+	return req, err == nil
+}
+
+// hasContent reports whether body's message has a content member that is not null,
+// as encoding/json finds members.
+func hasContent(body []byte) bool {
+	var v struct {
+		Message *struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.Message != nil && len(v.Message.Content) > 0 && string(v.Message.Content) != "null"
+}
+
+// runs reports whether a2a-go's request handler runs the agent for req: it refuses
+// a message without id, parts or role before anything runs.
+func runs(req *a2a.SendMessageRequest) bool {
+	m := req.Message
+	return m != nil && m.ID != "" && len(m.Parts) > 0 && m.Role != ""
+}
+
+// agreeKey reports how the middleware's reading s of a body that a2a-go runs as want
+// differs from it on what the key is held by: the message id, the key, the task the
+// message continues.
+func agreeKey(s *send, want *a2a.SendMessageRequest) string {
+	if s == nil || !s.hasMessage {
+		return "a2a-go runs a send the middleware does not read"
+	}
+	if s.messageID != want.Message.ID {
+		return "messageId " + s.messageID + " vs " + want.Message.ID
+	}
+	if s.taskID != string(want.Message.TaskID) {
+		return "taskId " + s.taskID + " vs " + string(want.Message.TaskID)
+	}
+	key, keyed, err := idempotency.KeyOf(want.Message.Metadata)
+	if s.keyed != (keyed || err != nil) || s.key != key || !sameError(s.keyErr, err) {
+		return "key " + s.key + " vs " + key
+	}
+	return ""
 }
 
 // agree reports how the middleware's reading s (ok) of a body differs from a2a-go's
@@ -113,30 +188,78 @@ func sameError(a, b error) bool {
 var (
 	jsonrpcReq = httptest.NewRequest("POST", "/jsonrpc", nil)
 	restReq    = httptest.NewRequest("POST", "/t/acme/message:send", nil)
+	// rest03Req is at v0.3's /v1 prefix, where a v1.0 server may be mounted too.
+	rest03Req = httptest.NewRequest("POST", "/x/v1/message:send", nil)
 )
 
-// check fails when the middleware reads body differently from a2a-go, on either
-// binding, or when the fast path would skip a body that carries a key.
+// check fails when the middleware reads body differently from a2a-go, in any
+// dialect, or when the fast path would skip a body that carries a key. The body is
+// read as the middleware reads it (the first binding owning the path that reads a
+// send), at a JSON-RPC path, at a v1.0 HTTP+JSON path, and at v0.3's /v1 HTTP+JSON
+// path, where a v0.3 server or a v1.0 one may be.
 func check(t *testing.T, body []byte) {
 	t.Helper()
+	fastPath := func(dialect string, want *a2a.SendMessageRequest, ok bool) {
+		t.Helper()
+		if ok && want.Message != nil && !mayCarryKey(body) {
+			if _, keyed, err := idempotency.KeyOf(want.Message.Metadata); keyed || err != nil {
+				t.Fatalf("%s body %q carries a key the fast path skips", dialect, body)
+			}
+		}
+	}
+	// Bindings read alone.
 	s, ok := jsonrpcBinding{}.readSend(jsonrpcReq, body)
 	want, wantOK := a2aJSONRPCSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("JSON-RPC body %q: %s", body, d)
 	}
-	if wantOK && want.Message != nil && !mayCarryKey(body) {
-		if _, keyed, err := idempotency.KeyOf(want.Message.Metadata); keyed || err != nil {
-			t.Fatalf("JSON-RPC body %q carries a key the fast path skips", body)
-		}
+	fastPath("JSON-RPC", want, wantOK)
+	s, ok = jsonrpc03Binding{}.readSend(jsonrpcReq, body)
+	want, wantOK = a2av0JSONRPCSend(body)
+	if d := agree(s, ok, want, wantOK); d != "" {
+		t.Fatalf("v0.3 JSON-RPC body %q: %s", body, d)
 	}
+	fastPath("v0.3 JSON-RPC", want, wantOK)
 	s, ok = restBinding{}.readSend(restReq, body)
 	want, wantOK = a2aRESTSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("HTTP+JSON body %q: %s", body, d)
 	}
-	if wantOK && want.Message != nil && !mayCarryKey(body) {
-		if _, keyed, err := idempotency.KeyOf(want.Message.Metadata); keyed || err != nil {
-			t.Fatalf("HTTP+JSON body %q carries a key the fast path skips", body)
+	fastPath("HTTP+JSON", want, wantOK)
+
+	// As the middleware reads them, in the dialect of the server that runs them.
+	for _, tc := range []struct {
+		r      *http.Request
+		server string
+		decode func([]byte) (*a2a.SendMessageRequest, bool)
+		b      binding
+	}{
+		{jsonrpcReq, "v1.0 JSON-RPC", a2aJSONRPCSend, jsonrpcBinding{}},
+		{jsonrpcReq, "v0.3 JSON-RPC", a2av0JSONRPCSend, jsonrpc03Binding{}},
+		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, restBinding{}},
+		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, restBinding{}},
+		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03Binding{}},
+	} {
+		want, ok := tc.decode(body)
+		if !ok || !runs(want) {
+			continue
+		}
+		s := readSend(defaultBindings, tc.r, body)
+		if d := agreeKey(s, want); d != "" {
+			t.Fatalf("%s body %q: %s", tc.server, body, d)
+		}
+		fastPath(tc.server, want, ok)
+		if s.b != tc.b {
+			// Only a crafted body holding both a v1.0 message's parts and a v0.3
+			// message's content, which a v1.0 server under /v1 runs, is read in the
+			// other dialect; the key is the same (checked above).
+			if tc.r != rest03Req || tc.b != (restBinding{}) || !hasContent(body) {
+				t.Fatalf("%s body %q read as %s %s", tc.server, body, s.b.name(), s.b.version())
+			}
+			continue
+		}
+		if d := agree(s, true, want, true); d != "" {
+			t.Fatalf("%s body %q: %s", tc.server, body, d)
 		}
 	}
 }
@@ -163,8 +286,8 @@ var trickyParams = []string{
 }
 
 // trickyBodies returns the JSON-RPC and HTTP+JSON bodies built from trickyParams,
-// with envelope variations.
-func trickyBodies() (rpc, rest []string) {
+// with envelope variations, in A2A v1.0 and in v0.3.
+func trickyBodies() (rpc, rest, rpc03, rest03 []string) {
 	for _, p := range trickyParams {
 		rpc = append(rpc,
 			`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+p+`}`,
@@ -172,13 +295,29 @@ func trickyBodies() (rpc, rest []string) {
 			`{"jsonrpc":"2.0","method":"SendMessage","params":{"message":null},"params":`+p+`}`,
 		)
 		rest = append(rest, p, p+`{"and":"more"}`)
+		p03 := toRPC03Params.Replace(p)
+		rpc03 = append(rpc03,
+			`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+p03+`}`,
+			`{"JSONRPC":"2.0","ID":"x","Method":"message/stream","PARAMS":`+p03+`} trailing garbage`,
+			`{"jsonrpc":"2.0","method":"message/send","params":{"message":null},"params":`+p03+`}`,
+		)
+		// a2av0's HTTP+JSON handler takes no bytes after the body.
+		rest03 = append(rest03, toREST03Params.Replace(p))
 	}
-	return rpc, rest
+	return rpc, rest, rpc03, rest03
 }
 
+// toRPC03Params turns v1.0 params into v0.3 JSON-RPC ones: parts with a kind, roles in
+// lower case.
+var toRPC03Params = strings.NewReplacer(`{"text":"hi"}`, `{"kind":"text","text":"hi"}`,
+	`{"TEXT":"hi"}`, `{"KIND":"text","TEXT":"hi"}`, `"ROLE_USER"`, `"user"`)
+
+// toREST03Params turns v1.0 params into v0.3 HTTP+JSON ones: parts are content.
+var toREST03Params = strings.NewReplacer(`"parts":`, `"content":`, `"Parts":`, `"Content":`)
+
 func FuzzRequestReader(f *testing.F) {
-	rpc, rest := trickyBodies()
-	for _, b := range append(rpc, rest...) {
+	rpc, rest, rpc03, rest03 := trickyBodies()
+	for _, b := range slices.Concat(rpc, rest, rpc03, rest03) {
 		f.Add([]byte(b))
 	}
 	for _, b := range []string{
@@ -187,6 +326,11 @@ func FuzzRequestReader(f *testing.F) {
 		`[` + trickyParams[0] + `]`,
 		`{"message":{"messageId":5}}`,
 		`{"configuration":{"historyLength":1.5},"message":{"messageId":"m"}}`,
+		`{"configuration":{"historyLength":3000000000},"message":{"messageId":"m","content":[{"text":"hi"}],"role":"ROLE_USER"}}`,
+		`{"tenant":5,"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}],"content":[{"text":"hi"}],` +
+			`"metadata":{"a2a-rust.com/idempotency-key":"` + k16 + `"}}}`,
+		`{"tenant":"acme","message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}],"content":null,` +
+			`"metadata":{"a2a-rust.com/idempotency-key":"` + k16 + `"}}}`,
 		``,
 		`null`,
 	} {
@@ -198,8 +342,8 @@ func FuzzRequestReader(f *testing.F) {
 }
 
 func TestReaderAgreesWithDecoding(t *testing.T) {
-	rpc, rest := trickyBodies()
-	for _, b := range append(rpc, rest...) {
+	rpc, rest, rpc03, rest03 := trickyBodies()
+	for _, b := range slices.Concat(rpc, rest, rpc03, rest03) {
 		check(t, []byte(b))
 	}
 }
@@ -235,27 +379,35 @@ func (a *seenAgent) last() *a2a.Message {
 }
 
 // The middleware reads the messageId and the key the real a2a-go server hands its
-// agent, for every tricky body, on both bindings.
+// agent, for every tricky body, in every dialect: a2a-go's v1.0 handlers, its v0.3
+// handlers (a2acompat/a2av0), and a v1.0 HTTP+JSON handler mounted under /v1, where
+// v0.3's paths are.
 func TestReaderAgreesWithServer(t *testing.T) {
 	agent := &seenAgent{}
 	rh := a2asrv.NewHandler(agent, a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	handlers := map[string]http.Handler{
-		"/jsonrpc":             a2asrv.NewJSONRPCHandler(rh),
-		"/t/acme/message:send": http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", rh)),
+		"/jsonrpc":               a2asrv.NewJSONRPCHandler(rh),
+		"/t/acme/message:send":   http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", rh)),
+		"/v03":                   a2av0.NewJSONRPCHandler(rh),
+		"/v1/message:send":       a2av0.NewRESTHandler(rh),
+		"/api/v1/message:stream": http.StripPrefix("/api/v1", a2asrv.NewRESTHandler(rh)),
 	}
-	rpc, rest := trickyBodies()
+	rpc, rest, rpc03, rest03 := trickyBodies()
 	executed := 0
-	run := func(path string, b binding, body string) {
+	run := func(path, version, body string) {
 		w := httptest.NewRecorder()
 		handlers[path].ServeHTTP(w, httptest.NewRequest("POST", path, strings.NewReader(body)))
 		got := agent.last()
-		s, ok := b.readSend(httptest.NewRequest("POST", path, nil), []byte(body))
+		s := readSend(defaultBindings, httptest.NewRequest("POST", path, nil), []byte(body))
 		if got == nil {
 			return // the server ran nothing
 		}
 		executed++
-		if !ok || !s.hasMessage {
+		if s == nil || !s.hasMessage {
 			t.Fatalf("%s %q: the server ran message %q; the middleware did not read a send", path, body, got.ID)
+		}
+		if s.b.version() != version {
+			t.Fatalf("%s %q: read as %s %s, want version %s", path, body, s.b.name(), s.b.version(), version)
 		}
 		key, keyed, err := idempotency.KeyOf(got.Metadata)
 		if s.messageID != got.ID || s.key != key || s.keyed != (keyed || err != nil) || !sameError(s.keyErr, err) {
@@ -264,13 +416,20 @@ func TestReaderAgreesWithServer(t *testing.T) {
 		}
 	}
 	for _, body := range rpc {
-		run("/jsonrpc", jsonrpcBinding{}, body)
+		run("/jsonrpc", "1.0", body)
 	}
 	for _, body := range rest {
-		run("/t/acme/message:send", restBinding{}, body)
+		run("/t/acme/message:send", "1.0", body)
+		run("/api/v1/message:stream", "1.0", body)
 	}
-	// Every tricky params ran on both bindings, in every envelope.
-	if want := 5 * len(trickyParams); executed != want {
+	for _, body := range rpc03 {
+		run("/v03", "0.3", body)
+	}
+	for _, body := range rest03 {
+		run("/v1/message:send", "0.3", body)
+	}
+	// Every tricky params ran in every dialect, in every envelope.
+	if want := 11 * len(trickyParams); executed != want {
 		t.Fatalf("the server ran %d of the %d bodies", executed, want)
 	}
 }

@@ -20,15 +20,18 @@ import (
 //
 // v1.0's HTTP+JSON binding owns every path ending in /message:send, so the two are
 // told apart by path and body together: a send is v0.3's when its path ends in
-// /v1/message:send or /v1/message:stream (v0.3's fixed prefix) and its message has no
-// "parts" member (matched as encoding/json matches names; null counts as absent).
-// Every message a v1.0 server runs has parts, and a v0.3 message has none (its parts
-// are "content"), so a v1.0 server mounted under a /v1 prefix, or a tenant named
-// "v1", keeps its v1.0 reading, and a send that a v0.3 server runs is always read as
-// v0.3's. The path alone would misread the first; the body alone, a v1.0 send
-// without parts, which its server refuses anyway. The two readings differ only in
-// what the message id and the key do not depend on: the tenant (none in v0.3), a
-// historyLength of 0 (absent in v0.3), the shape of the answers.
+// /v1/message:send or /v1/message:stream (v0.3's fixed prefix) and its message has a
+// "content" member (matched as encoding/json matches names; null counts as absent).
+// A v0.3 message carries its parts in content, and a v0.3 server runs no message
+// without it; a v1.0 message carries them in parts and has no content member, which
+// a v1.0 server ignores. So a v1.0 server mounted under a /v1 prefix, or a tenant
+// named "v1", keeps its v1.0 reading, and a send that a v0.3 server runs is always
+// read as v0.3's; the path alone would misread the first. Either reading gets the
+// message id and the key a server that runs the send gets (the fields are the same,
+// decoded alike; a body the v0.3 reading cannot decode goes to v1.0's). They differ
+// only in the tenant (none in v0.3), in a historyLength of 0 (absent in v0.3), and in
+// the shape of the answers, which a crafted body holding both content and parts
+// could get wrong for a v1.0 server; a client sending those harms only its own scope.
 type rest03Binding struct{}
 
 // restPrefix03 is the path segment a2a-go's v0.3 handler serves every route under
@@ -68,13 +71,13 @@ type rest03Config struct {
 	HistoryLength int32 `json:"historyLength,omitempty"`
 }
 
-// rest03Message mirrors pbjson.Message. Parts is not one of its fields: it is read to
-// tell a v1.0 message, which a v0.3 server ignores it in, from a v0.3 one.
+// rest03Message mirrors pbjson.Message. Content is kept raw: only its presence is
+// read, to tell a v0.3 message from a v1.0 one.
 type rest03Message struct {
 	ID       string          `json:"messageId,omitempty"`
 	TaskID   string          `json:"taskId,omitempty"`
 	Metadata map[string]any  `json:"metadata,omitempty"`
-	Parts    json.RawMessage `json:"parts"`
+	Content  json.RawMessage `json:"content,omitempty"`
 }
 
 func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
@@ -86,8 +89,8 @@ func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return nil, false
 	}
-	if p.Message != nil && !isNull(p.Message.Parts) {
-		return nil, false // a v1.0 message: v1.0's binding reads it
+	if p.Message == nil || isNull(p.Message.Content) {
+		return nil, false // not a v0.3 message: v1.0's binding reads it
 	}
 	s := &send{b: b, prefix: prefix, streaming: streaming}
 	var c *sendConfig
@@ -95,11 +98,7 @@ func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
 		n := int(p.Config.HistoryLength)
 		c = &sendConfig{HistoryLength: &n}
 	}
-	var m *message
-	if p.Message != nil {
-		m = &message{ID: p.Message.ID, Metadata: p.Message.Metadata, TaskID: p.Message.TaskID}
-	}
-	fillSend(s, c, m)
+	fillSend(s, c, &message{ID: p.Message.ID, Metadata: p.Message.Metadata, TaskID: p.Message.TaskID})
 	return s, true
 }
 
