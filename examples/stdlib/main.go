@@ -64,9 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeIndex()
-	// The kit's middleware, recording claims in the SQL index. The scope of a key is
-	// the tenant a2a-go sees, path segment included (see middleware.TenantPathScope).
-	idem, err := middleware.New(index, middleware.Options{Logger: logger, Scope: middleware.TenantPathScope(exampleserver.TenantRESTPath)})
+	// The kit's middleware, recording claims in the SQL index.
+	idem, err := middleware.New(index, cfg.MiddlewareOptions(logger))
 	if err != nil {
 		return err
 	}

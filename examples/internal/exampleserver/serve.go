@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -29,6 +30,8 @@ type Config struct {
 	// Reply is "task" (the agent creates a task) or "message" (it answers with a
 	// Message).
 	Reply string
+	// Lease is the middleware's in-flight lease (middleware.Options.Lease).
+	Lease time.Duration
 }
 
 // RegisterFlags defines the examples' flags on fs, writing into c.
@@ -38,6 +41,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Table, "table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	fs.DurationVar(&c.Delay, "delay", 2*time.Second, "how long the agent works before it completes")
 	fs.StringVar(&c.Reply, "reply", "task", "what the agent answers with: task or message")
+	fs.DurationVar(&c.Lease, "lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
+}
+
+// MiddlewareOptions returns the examples' middleware options: c's lease, logger, and a
+// scope that is the tenant a2a-go sees, its REST path segment included (see
+// middleware.TenantPathScope).
+func (c *Config) MiddlewareOptions(logger *slog.Logger) middleware.Options {
+	return middleware.Options{Logger: logger, Lease: c.Lease, Scope: middleware.TenantPathScope(TenantRESTPath)}
 }
 
 // Agent returns the agent c describes, or an error for a bad -reply value.
