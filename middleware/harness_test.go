@@ -173,6 +173,8 @@ type harnessConfig struct {
 	inner   http.Handler                         // nil: the a2a-go mux
 	record  bool                                 // record what the wrapped handler received and wrote
 	tasks   func(*harness) middleware.TaskReader // sets opts.Tasks
+	// mount, when set, adds routes to the a2a-go mux, over its request handler.
+	mount func(mux *http.ServeMux, rh a2asrv.RequestHandler)
 }
 
 type harness struct {
@@ -208,6 +210,9 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, card)
 	mux.Handle(legacyCardPath, card) // as v0.3 servers often still serve it
+	if cfg.mount != nil {
+		cfg.mount(mux, rh)
+	}
 	h.inner = mux
 	if cfg.inner != nil {
 		h.inner = cfg.inner

@@ -1,0 +1,220 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	legacya2a "github.com/a2aproject/a2a-go/a2a"
+	legacyclient "github.com/a2aproject/a2a-go/a2aclient"
+	legacysrv "github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// A v1.0 HTTP+JSON server whose send paths also end in /v1/message:send, v0.3's
+// paths (mounted under /api/v1, or reached through a tenant named v1), keeps its
+// v1.0 reading: its messages have parts, not v0.3's content. So historyLength 0
+// drops the history (v0.3 would read it as absent), the tenant is the scope, and a
+// Message reply is replayed in v1.0's shape.
+func TestV1RESTUnderV1Prefix(t *testing.T) {
+	h := newHarness(t, harnessConfig{mount: func(mux *http.ServeMux, rh a2asrv.RequestHandler) {
+		mux.Handle("/api/v1/", http.StripPrefix("/api/v1", a2asrv.NewRESTHandler(rh)))
+	}})
+	underV1, err := a2aclient.NewFromEndpoints(context.Background(),
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.srv.URL+"/api/v1", a2a.TransportProtocolHTTPJSON)}, a2aclient.WithRESTTransport(h.hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		c      *a2aclient.Client
+		path   string
+		tenant string
+	}{
+		{"mounted under /api/v1", underV1, "/api/v1/message:send", ""},
+		{"tenant v1", h.client(rest10, "v1", ""), "/t/v1/message:send", "v1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := keyedMessage(t, idempotency.NewKey(), "echo under v1")
+			first, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x := h.wire.last(); x.path != tc.path {
+				t.Fatalf("sent to %s, want %s", x.path, tc.path)
+			}
+			retry, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := retry.(*a2a.Task)
+			if task.ID != first.(*a2a.Task).ID || len(task.History) != 0 || h.agent.runsOf(msg.ID) != 1 {
+				t.Fatalf("retry: task %s with %d history messages, agent ran %d times; want task %s, no history, one run",
+					task.ID, len(task.History), h.agent.runsOf(msg.ID), first.(*a2a.Task).ID)
+			}
+			if e := h.lastEvent(); e.Version != "1.0" || e.Scope != tc.tenant {
+				t.Fatalf("last event %+v: want version 1.0, scope %q", e, tc.tenant)
+			}
+
+			ask := keyedMessage(t, idempotency.NewKey(), "reply under v1")
+			ask.Metadata["trace"] = map[string]any{"tags": []any{"a"}}
+			reply, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
+			if err != nil || jsonOf(t, again) != jsonOf(t, reply) || h.agent.runsOf(ask.ID) != 1 {
+				t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+			}
+		})
+	}
+}
+
+// legacyAgent is an agent of a2a-go v0.3.x (github.com/a2aproject/a2a-go): "reply"
+// answers with a Message, anything else makes a task and completes it.
+type legacyAgent struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (a *legacyAgent) runsOf(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runs[id]
+}
+
+func (a *legacyAgent) Execute(ctx context.Context, rc *legacysrv.RequestContext, q eventqueue.Queue) error {
+	a.mu.Lock()
+	a.runs[rc.Message.ID]++
+	a.mu.Unlock()
+	text := rc.Message.Parts[0].(legacya2a.TextPart).Text
+	if strings.HasPrefix(text, "reply") {
+		return q.Write(ctx, legacya2a.NewMessageForTask(legacya2a.MessageRoleAgent, rc, legacya2a.TextPart{Text: "reply to " + text}))
+	}
+	completed := legacya2a.NewStatusUpdateEvent(rc, legacya2a.TaskStateCompleted, nil)
+	completed.Final = true // a2a-go v0.3.x ends an execution at a final event
+	for _, ev := range []legacya2a.Event{
+		legacya2a.NewSubmittedTask(rc, rc.Message),
+		legacya2a.NewStatusUpdateEvent(rc, legacya2a.TaskStateWorking, nil),
+		legacya2a.NewArtifactEvent(rc, legacya2a.TextPart{Text: "echo: " + text}),
+		completed,
+	} {
+		if err := q.Write(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *legacyAgent) Cancel(ctx context.Context, rc *legacysrv.RequestContext, q eventqueue.Queue) error {
+	return q.Write(ctx, legacya2a.NewStatusUpdateEvent(rc, legacya2a.TaskStateCanceled, nil))
+}
+
+// legacySend sends msg through c, streaming or not, and returns the first event.
+func legacySend(ctx context.Context, c *legacyclient.Client, streaming bool, msg *legacya2a.Message) (legacya2a.Event, error) {
+	params := &legacya2a.MessageSendParams{Message: msg}
+	if !streaming {
+		return c.SendMessage(ctx, params)
+	}
+	next, stop := iter.Pull2(c.SendStreamingMessage(ctx, params))
+	defer stop()
+	ev, err, ok := next()
+	if !ok {
+		return nil, errors.New("empty stream")
+	}
+	return ev, err
+}
+
+// The middleware in front of a server built on a2a-go v0.3.x itself (not the v1.0
+// SDK's compatibility layer), driven by that version's own client: retries get the
+// same task and the agent runs once; refusals reach the client typed (their errors
+// carry no data, which this client would fail to read in the v1.0 SDK's shape); a
+// Message reply is replayed.
+func TestLegacyServerAndClient(t *testing.T) {
+	agent := &legacyAgent{runs: map[string]int{}}
+	var mu sync.Mutex
+	var events []middleware.Event
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger(), Observe: func(e middleware.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(mw(legacysrv.NewJSONRPCHandler(legacysrv.NewHandler(agent))))
+	defer srv.Close()
+	c, err := legacyclient.NewFromEndpoints(context.Background(),
+		[]legacya2a.AgentInterface{{URL: srv.URL, Transport: legacya2a.TransportProtocolJSONRPC}},
+		legacyclient.WithJSONRPCTransport(srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keyed := func(key, text string) *legacya2a.Message {
+		msg := legacya2a.NewMessage(legacya2a.MessageRoleUser, legacya2a.TextPart{Text: text})
+		msg.Metadata = map[string]any{idempotency.MetadataKey: key}
+		return msg
+	}
+	for _, streaming := range []bool{false, true} {
+		key := idempotency.NewKey()
+		msg := keyed(key, "echo legacy")
+		first, err := legacySend(ctx, c, streaming, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := first.TaskInfo().TaskID
+		for _, s := range []bool{streaming, !streaming} {
+			retry, err := legacySend(ctx, c, s, msg)
+			task, ok := retry.(*legacya2a.Task)
+			if err != nil || !ok || task.ID != id || task.Status.State != legacya2a.TaskStateCompleted || len(task.Artifacts) != 1 {
+				t.Fatalf("retry (streaming=%v): %#v, %v; want completed task %s", s, retry, err, id)
+			}
+		}
+		if n := agent.runsOf(msg.ID); n != 1 {
+			t.Fatalf("agent ran %d times, want 1", n)
+		}
+
+		other := keyed(key, "echo another")
+		if _, err := legacySend(ctx, c, streaming, other); !errors.Is(err, legacya2a.ErrInvalidParams) || !strings.Contains(err.Error(), "already held") {
+			t.Fatalf("reused key (streaming=%v): %v, want ErrInvalidParams saying the key is already held", streaming, err)
+		}
+		bad := keyed("short", "echo bad")
+		if _, err := legacySend(ctx, c, streaming, bad); !errors.Is(err, legacya2a.ErrInvalidParams) || !strings.Contains(err.Error(), idempotency.ErrKeyTooShort.Error()) {
+			t.Fatalf("malformed key (streaming=%v): %v, want ErrInvalidParams", streaming, err)
+		}
+		if agent.runsOf(other.ID) != 0 || agent.runsOf(bad.ID) != 0 {
+			t.Fatal("the agent ran for a refused send")
+		}
+
+		ask := keyed(idempotency.NewKey(), "reply legacy")
+		reply, err := legacySend(ctx, c, streaming, ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := legacySend(ctx, c, !streaming, ask)
+		if err != nil || jsonOf(t, again) != jsonOf(t, reply) || agent.runsOf(ask.ID) != 1 {
+			t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range events {
+		if e.Binding != "JSONRPC" || e.Version != "0.3" {
+			t.Fatalf("event %+v, want JSONRPC 0.3", e)
+		}
+	}
+}
