@@ -1,6 +1,7 @@
-// Package middleware makes A2A SendMessage and SendStreamingMessage idempotent in
-// front of an existing Go A2A server, such as one built with the official SDK
-// (github.com/a2aproject/a2a-go/v2), without changing it.
+// Package middleware makes A2A SendMessage and SendStreamingMessage (message/send and
+// message/stream in A2A v0.3) idempotent in front of an existing Go A2A server, such
+// as one built with the official SDK (github.com/a2aproject/a2a-go/v2, or v0.3.x),
+// without changing it.
 //
 // [New] returns an ordinary func(http.Handler) http.Handler. Wrap the server's whole
 // mux, or at least its A2A routes and its agent card:
@@ -11,32 +12,46 @@
 //
 // # What it recognises
 //
-// Both A2A v1.0 bindings, at any mount point: on HTTP+JSON, a POST whose path ends in
-// /message:send or /message:stream (a colon sent as %3A too), under any prefix and
-// tenant segment; on JSON-RPC, any other POST whose body is a JSON-RPC 2.0 call of
-// SendMessage or SendStreamingMessage. A send is keyed when its message's own
-// metadata (params.message.metadata) names [idempotency.MetadataKey], whether or not
-// the message lists the extension. Everything else passes through untouched: other
-// methods and calls, unkeyed sends, bodies that are not JSON. The middleware reads
-// the body of every POST (a JSON-RPC send may come to any path) up to
-// Options.MaxBodyBytes, answers 413 beyond it, and hands the wrapped handler a body
-// with the same bytes. So mount it on the A2A routes only, or raise the limit, when
-// the mux also takes large uploads.
+// Both bindings of A2A v1.0 and of A2A v0.3, at any mount point, so that one
+// middleware serves a server that speaks both (a2a-go's v1.0 handlers next to its
+// a2acompat/a2av0 ones, or a server built on a2a-go v0.3.x):
+//
+//   - HTTP+JSON v1.0: a POST whose path ends in /message:send or /message:stream (a
+//     colon sent as %3A too), under any prefix and tenant segment.
+//   - HTTP+JSON v0.3: a POST whose path ends in /v1/message:send or /v1/message:stream
+//     (v0.3's fixed prefix, under any mount) and whose message has a "content" member,
+//     where v0.3 keeps a message's parts. A v1.0 message keeps them in "parts" and has
+//     no content, so a v1.0 server mounted under /v1, or a tenant named v1, keeps its
+//     v1.0 reading.
+//   - JSON-RPC, any other POST whose body is a JSON-RPC 2.0 call of SendMessage or
+//     SendStreamingMessage (v1.0), or of message/send or message/stream (v0.3).
+//
+// A send is keyed when its message's own metadata (params.message.metadata, or the
+// body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
+// not the message lists the extension, in every version. Everything else passes
+// through untouched: other methods and calls, unkeyed sends, bodies that are not
+// JSON. The middleware reads the body of every POST (a JSON-RPC send may come to any
+// path) up to Options.MaxBodyBytes, answers 413 beyond it, and hands the wrapped
+// handler a body with the same bytes. So mount it on the A2A routes only, or raise
+// the limit, when the mux also takes large uploads.
 //
 // An unkeyed send costs a read and a search of its body: a body that contains
 // neither the metadata name nor the JSON escapes \u and \/ that could spell it is
 // passed on without being parsed, and its answer without being wrapped.
 //
-// The middleware reads a send exactly as a2a-go's server will: encoding/json into
-// types with a2a-go's field tags, so keys match case-insensitively, the last of
-// duplicate keys wins and bytes after the JSON value are ignored. It never reads a
-// different messageId or key than the server behind it.
+// The middleware reads a send exactly as a2a-go's server of that version will:
+// encoding/json into types with a2a-go's field tags, so keys match
+// case-insensitively, the last of duplicate keys wins, and bytes after the JSON value
+// are ignored where a2a-go ignores them (not by v0.3's HTTP+JSON handler). It never
+// reads a different messageId or key than the server behind it.
 //
 // # What it does with a keyed send
 //
 // The key is claimed in a scope, by default the request's A2A tenant (params.tenant,
-// or the body's tenant on HTTP+JSON). a2a-go's HTTP+JSON client sends the tenant in
-// the body as well as in the path; when clients put it only in the path, or when the
+// or the body's tenant on HTTP+JSON). A2A v0.3 has no tenant: its sends share the
+// empty tenant's scope with the v1.0 sends that name none, so a retry may come
+// through either version. a2a-go's HTTP+JSON client sends the tenant in the body as
+// well as in the path; when clients put it only in the path, or when the
 // authenticated principal should be part of the scope, set Options.Scope.
 //
 //   - A malformed key, or one that is not a JSON string, is refused before anything
@@ -54,16 +69,21 @@
 //     may still be running (a2a-go runs it detached from the request), so the key
 //     stays pending until its lease ends.
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
-//     Message again, or the task as it is now: a GetTask sent to the wrapped handler
-//     with the retry's own headers (so the server's authorization applies), or
-//     Options.Tasks. The task's history is shaped by the retry's
+//     Message again (the index holds it as v1.0 JSON; a v0.3 retry gets it converted
+//     as a2a-go's v0.3 handlers convert), or the task as it is now: a GetTask (v0.3:
+//     tasks/get, or GET …/v1/tasks/{id}) sent to the wrapped handler with the retry's
+//     own headers (so the server's authorization applies), or Options.Tasks. The
+//     answer has the retry's own version and shape, whichever version the first
+//     attempt came in. The task's history is shaped by the retry's
 //     configuration.historyLength as GetTask shapes it: all of it when absent, none for
 //     0, the last n for n. (a2a-go's own SendMessage answer ignores historyLength and
 //     carries the whole history; an absent historyLength, what a2a-go's client sends,
-//     gives exactly that.) A streaming retry gets the task as its first event and then
-//     the task's live events, through a SubscribeToTask sent to the wrapped handler;
-//     when the task has finished it gets the task alone. A task deleted since gets
-//     TaskNotFound; the agent does not run again.
+//     gives exactly that. v0.3's HTTP+JSON cannot send a historyLength of 0: it reads
+//     as absent.) A streaming retry gets the task as its first event and then the
+//     task's live events, through a SubscribeToTask (v0.3: tasks/resubscribe, or GET
+//     …/v1/tasks/{id}:subscribe) sent to the wrapped handler; when the task has
+//     finished it gets the task alone. A task deleted since gets TaskNotFound; the
+//     agent does not run again.
 //   - A retry while the first attempt has bound nothing yet waits up to
 //     Options.ReplayWait, then answers 409 with Retry-After (the time left on the
 //     first attempt's lease).
@@ -74,29 +94,41 @@
 //     closed with 503 and Retry-After; unkeyed sends are unaffected.
 //
 // Every answer to a keyed send the middleware handled carries the response header
-// A2A-Extensions: [idempotency.ExtensionURI], except the refusal for an index that
-// cannot honour keys.
+// A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
+// name for it), except the refusal for an index that cannot honour keys.
 //
 // # Errors on the wire
 //
 // JSON-RPC errors are HTTP 200 with a JSON-RPC error whose id is the request's own,
-// whose data holds a google.rpc.ErrorInfo in domain a2a-protocol.org, and which is one
-// Server-Sent Event when the request was SendStreamingMessage (a2a-go's client drops
-// a plain body there). Errors with an HTTP status of their own are plain JSON bodies:
-// 503 (code -32000, reason SERVER_ERROR), 409 (code -32000, reason SERVER_ERROR), 413
-// (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors are google.rpc.Status
-// bodies sent as application/json with their HTTP status, on message:stream too: 503
-// UNAVAILABLE, 409 ABORTED (both reason SERVER_ERROR), 413 INVALID_ARGUMENT (reason
-// INVALID_REQUEST). The 503 and 409 bodies repeat the Retry-After delay in the
-// ErrorInfo metadata as retryAfterSeconds.
+// and which is one Server-Sent Event when the request was a streaming send (a2a-go's
+// clients drop a plain body there). In v1.0 its data holds a google.rpc.ErrorInfo in
+// domain a2a-protocol.org; in v0.3 it has no data, because a2a-go's two v0.3 clients
+// (its v1.0 SDK's a2av0 transport and a2a-go v0.3.x's client) read data in shapes
+// that exclude each other (a list, an object), and both type an error by its code.
+// The codes are the same in both versions: -32602 invalid params, -32004 unsupported
+// operation, -32001 task not found, -32603 internal error. Errors with an HTTP status
+// of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 409
+// (code -32000, reason SERVER_ERROR), 413 (code -32600, reason INVALID_REQUEST, id
+// null). HTTP+JSON errors, in both versions, are google.rpc.Status bodies sent as
+// application/json with their HTTP status, on message:stream too: 503 UNAVAILABLE,
+// 409 ABORTED (both reason SERVER_ERROR), 413 INVALID_ARGUMENT (reason
+// INVALID_REQUEST). (a2a-go's v0.3 handler sends its own errors as
+// application/problem+json, which its v0.3 client does not type; the middleware's
+// are typed.) The 503 and 409 bodies repeat the Retry-After delay in the ErrorInfo
+// metadata as retryAfterSeconds. An error the server behind answered (to a task
+// read, say) is passed on with its own status, code and message; on HTTP+JSON its
+// body is sent as application/json.
 //
 // # Agent card
 //
-// A GET of /.well-known/agent-card.json is answered by the wrapped handler; when the
-// index can honour keys and the answer is a 200 JSON card, the middleware adds
-// {"uri": [idempotency.ExtensionURI], "description": …, "required": false} to
-// capabilities.extensions and keeps every other field. A card that already lists the
-// URI is served as it is. A signed card (non-empty "signatures") that does not list
+// A GET of /.well-known/agent-card.json (or of /.well-known/agent.json, where
+// servers of A2A v0.3 and before also serve it) is answered by the wrapped handler;
+// when the index can honour keys and the answer is a 200 JSON card, the middleware
+// adds {"uri": [idempotency.ExtensionURI], "description": …, "required": false} to
+// capabilities.extensions and keeps every other field. Both versions keep
+// extensions there, so a v0.3 card (with its top-level url), or a2av0's card that
+// joins both versions, gets it the same way. A card that already lists the URI is
+// served as it is. A signed card (non-empty "signatures") that does not list
 // it is served unchanged, since appending would break the signature, and the
 // middleware logs a warning once: declare the extension before signing.
 //
@@ -104,5 +136,5 @@
 //
 // The middleware logs through Options.Logger. Keys appear in full only in debug
 // records; other records carry [idempotency.RedactKey]. Options.Observe receives one
-// [Event] per keyed send.
+// [Event] per keyed send, naming its binding and protocol version.
 package middleware
