@@ -175,6 +175,8 @@ type harnessConfig struct {
 	tasks   func(*harness) middleware.TaskReader // sets opts.Tasks
 	// mount, when set, adds routes to the a2a-go mux, over its request handler.
 	mount func(mux *http.ServeMux, rh a2asrv.RequestHandler)
+	// wrap, when set, wraps the a2a-go mux (not inner) before the middleware.
+	wrap func(http.Handler) http.Handler
 }
 
 type harness struct {
@@ -214,6 +216,9 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 		cfg.mount(mux, rh)
 	}
 	h.inner = mux
+	if cfg.wrap != nil {
+		h.inner = cfg.wrap(mux)
+	}
 	if cfg.inner != nil {
 		h.inner = cfg.inner
 	}

@@ -103,7 +103,7 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 // still running, its live events, as SubscribeToTask gives them. When the task has
 // finished (a2a-go then refuses the subscription) the answer is the task alone.
 func (x *exchange) replayStream(rec idempotency.Record) {
-	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header)}
+	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header), taskID: rec.TaskID}
 	x.h.next.ServeHTTP(sw, x.s.b.subscribeRequest(x.r, x.s, rec.TaskID))
 	if sw.passing {
 		return
@@ -121,13 +121,17 @@ func (x *exchange) replayStream(rec idempotency.Record) {
 
 // subscribeWriter is the ResponseWriter of a synthesized subscription. It holds the
 // answer back until its first event: a task is shaped by the retry's historyLength,
-// framed for the retry and passed on with every later event as it comes; anything
-// else (an error, a non-streamed answer) is dropped, and the retry is answered from
-// a read of the task instead.
+// framed for the retry and passed on with every later event as it comes. A first
+// event that is an update (a2a-go v0.3.x's subscriptions do not start with the task)
+// is passed on after the task, read then; such a subscription sends nothing before
+// the task's next event, so the retry waits for that. Anything else (an error, a
+// non-streamed answer) is dropped, and the retry is answered from a read of the task
+// instead.
 type subscribeWriter struct {
 	x      *exchange
 	w      http.ResponseWriter
 	header http.Header
+	taskID string
 
 	wroteHeader bool
 	stream      bool
@@ -189,8 +193,16 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 			break
 		}
 		sw.start(first, sw.held[end:])
-	case outcomeUpdate, outcomeMessage:
-		// Not the task first, as a2a-go always sends it: pass the stream on as it is.
+	case outcomeUpdate:
+		// The task first all the same, as it reads now; this update and the later
+		// ones follow it.
+		var first []byte
+		if task, f := x.readTaskOnce(sw.taskID); f == nil {
+			first, _ = x.s.b.result(x.s, result{task: shapeHistory(task, x.s.historyLength)})
+		}
+		sw.start(first, sw.held)
+	case outcomeMessage:
+		// Not a task's stream: pass it on as it is.
 		sw.start(nil, sw.held)
 	default:
 		sw.dropping = true
