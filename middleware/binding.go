@@ -165,7 +165,7 @@ const (
 	failInFlight                          // the first attempt is still running: 409
 	failTooLarge                          // body over MaxBodyBytes: 413
 	failUnreadable                        // body could not be read: 400
-	failInternal                          // the answer could not be framed: 500
+	failInternal                          // a task or reply the binding could not frame
 	failRelayed                           // the wrapped handler's own error, passed on
 )
 

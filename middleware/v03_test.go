@@ -239,3 +239,33 @@ func TestLegacyServerAndClient(t *testing.T) {
 		}
 	}
 }
+
+// badReader is a TaskReader that answers with JSON that is no v1.0 Task.
+type badReader struct{}
+
+func (badReader) ReadTask(context.Context, *http.Request, string, string) ([]byte, error) {
+	return []byte(`{"id":5}`), nil
+}
+
+// A task that cannot be put in v0.3's shape (Options.Tasks answered something that
+// is no v1.0 Task) answers a v0.3 retry with an internal error, typed on the client;
+// nothing runs again.
+func TestV03RetryOfUnconvertibleTask(t *testing.T) {
+	for _, d := range []dialect{jsonrpc03, rest03} {
+		t.Run(d.String(), func(t *testing.T) {
+			h := newHarness(t, harnessConfig{tasks: func(*harness) middleware.TaskReader { return badReader{} }})
+			c := h.client(d, "", "")
+			msg := keyedMessage(t, idempotency.NewKey(), "echo unconvertible")
+			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrInternalError) || !strings.Contains(err.Error(), "could not be answered") {
+				t.Fatalf("retry: %v, want an internal error", err)
+			}
+			if n := h.agent.runsOf(msg.ID); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
