@@ -13,10 +13,8 @@ package main
 import (
 	"context"
 	"expvar"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -42,42 +40,25 @@ func main() {
 // run parses args, serves until ctx ends and then shuts down gracefully. It prints
 // the URLs it serves to stdout, and logs to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chi", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg exampleserver.Config
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	agent, err := cfg.Agent()
+	srv, err := exampleserver.Open(ctx, "chi", args, stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
-	index, closeIndex, err := exampleserver.OpenIndex(ctx, cfg.Store, cfg.Table)
-	if err != nil {
-		return err
-	}
-	defer closeIndex()
+	defer srv.Close()
 	// The kit's middleware, recording claims in the SQL index.
-	idem, err := middleware.New(index, cfg.MiddlewareOptions(logger))
-	if err != nil {
-		return err
-	}
-	ln, base, err := exampleserver.Listen(cfg.Addr)
+	idem, err := middleware.New(srv.Index, srv.Config.MiddlewareOptions(srv.Logger))
 	if err != nil {
 		return err
 	}
 
-	handler := exampleserver.NewRequestHandler(agent, logger)
+	handler := srv.Handler
 	r := chi.NewRouter()
 	r.Use(chimiddleware.Recoverer)
 	// The kit, like any other chi middleware. It runs before chi routes the request,
 	// so it sees every send and the agent card, whatever route serves them.
 	r.Use(idem)
 
-	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(base)))
+	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(srv.Base)))
 	r.Handle(exampleserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
 	// chi's Mount does not strip the prefix from the request path, and a2a-go's
 	// HTTP+JSON handler routes on the whole path, so strip it.
@@ -89,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		a2asrv.NewTenantRESTHandler("/{*}", handler)))
 	r.Method(http.MethodGet, exampleserver.VarsPath, expvar.Handler())
 
-	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, exampleserver.StoreName(cfg.Store))
-	exampleserver.PrintURLs(stdout, base)
-	return exampleserver.Serve(ctx, ln, r, logger)
+	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", srv.Config.Delay, srv.Config.Reply, exampleserver.StoreName(srv.Config.Store))
+	exampleserver.PrintURLs(stdout, srv.Base)
+	return srv.Serve(ctx, r)
 }

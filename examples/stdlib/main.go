@@ -19,10 +19,8 @@ package main
 import (
 	"context"
 	"expvar"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -46,48 +44,31 @@ func main() {
 // run parses args, serves until ctx ends and then shuts down gracefully. It prints
 // the URLs it serves to stdout, and logs to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg exampleserver.Config
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	agent, err := cfg.Agent()
+	srv, err := exampleserver.Open(ctx, "stdlib", args, stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
-	index, closeIndex, err := exampleserver.OpenIndex(ctx, cfg.Store, cfg.Table)
-	if err != nil {
-		return err
-	}
-	defer closeIndex()
+	defer srv.Close()
 	// The kit's middleware, recording claims in the SQL index.
-	idem, err := middleware.New(index, cfg.MiddlewareOptions(logger))
-	if err != nil {
-		return err
-	}
-	ln, base, err := exampleserver.Listen(cfg.Addr)
+	idem, err := middleware.New(srv.Index, srv.Config.MiddlewareOptions(srv.Logger))
 	if err != nil {
 		return err
 	}
 
 	// The A2A server, as it would be without the kit: a2a-go's transports on a mux.
-	// The handler runs the agent behind the kit's adapter (exampleserver.NewRequestHandler).
-	handler := exampleserver.NewRequestHandler(agent, logger)
+	// srv.Handler runs the agent behind the kit's adapter (exampleserver.NewRequestHandler).
+	handler := srv.Handler
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(base)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(srv.Base)))
 	mux.Handle(exampleserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle(exampleserver.RESTPath+"/", http.StripPrefix(exampleserver.RESTPath, a2asrv.NewRESTHandler(handler)))
 	mux.Handle(exampleserver.TenantRESTPath+"/", http.StripPrefix(exampleserver.TenantRESTPath,
 		a2asrv.NewTenantRESTHandler("/{*}", handler)))
 	mux.Handle("GET "+exampleserver.VarsPath, expvar.Handler())
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", cfg.Delay, cfg.Reply, exampleserver.StoreName(cfg.Store))
-	exampleserver.PrintURLs(stdout, base)
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", srv.Config.Delay, srv.Config.Reply, exampleserver.StoreName(srv.Config.Store))
+	exampleserver.PrintURLs(stdout, srv.Base)
 	// The middleware goes in front of the whole mux, card included, so that it sees
 	// every send and declares the extension on the card it serves.
-	return exampleserver.Serve(ctx, ln, idem(mux), logger)
+	return srv.Serve(ctx, idem(mux))
 }
