@@ -37,7 +37,9 @@ func (x *exchange) replay(rec idempotency.Record) {
 // answered 409 rather than TaskNotFound: a2a-go stores a task only after the agent's
 // first event, and the adapter binds the key before the agent starts. The index is
 // looked at too, since an agent that answers with a Message creates no task at all,
-// and its reply is recorded when it answers.
+// and its reply is recorded when it answers. The task of an older claim that is not
+// found is gone, unless a subscription shows its execution still running here
+// (executionRunning).
 func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
 	m := x.h.m
 	deadline := time.Now().Add(m.opts.ReplayWait)
@@ -48,6 +50,12 @@ func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
 			return result{task: shapeHistory(task, x.s.historyLength)}, nil
 		}
 		young := time.Since(rec.ClaimedAt) < m.opts.Lease
+		if f.notFound() && !young && x.executionRunning(rec.TaskID) {
+			// An agent slower to its first event than the lease is long.
+			x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored yet but its execution running; retry answered 409",
+				slog.String("task_id", rec.TaskID))
+			return result{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
+		}
 		if !f.notFound() || !young {
 			if f.kind == failUnavailable {
 				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",

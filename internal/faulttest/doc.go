@@ -16,6 +16,5 @@
 //	go test ./internal/faulttest
 //	IDEMPOTENCY_LONG=1 go test ./internal/faulttest   # longer load and more cuts
 //
-// PostgreSQL runs when IDEMPOTENCY_POSTGRES_DSN is set. Tests of kit bugs that are
-// reported but not fixed yet run with IDEMPOTENCY_KNOWN_BUGS=1.
+// PostgreSQL runs when IDEMPOTENCY_POSTGRES_DSN is set.
 package faulttest

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -261,10 +260,6 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 	}
 }
 
-// knownBugsVar runs the tests of kit bugs that are reported but not fixed yet:
-// IDEMPOTENCY_KNOWN_BUGS=1.
-const knownBugsVar = "IDEMPOTENCY_KNOWN_BUGS"
-
 // A retry of a send whose agent answers with a Message, made while the agent is still
 // working (the adapter has bound the key to the task id a2a-go generated, and records
 // the Message only when the agent yields it): the retry must get the Message (or 409,
@@ -305,12 +300,9 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 // A retry of a send whose agent takes longer than the lease before its first event
 // (a2a-go stores the task only then, while the adapter bound the key to the task's id
 // before the agent started): the retry must get the task or 409 (in flight), never
-// TaskNotFound, since the task is coming.
+// TaskNotFound, since the task is coming. Past the lease, the middleware learns that
+// from a subscription to the running execution.
 func TestRetryBeforeSlowFirstEvent(t *testing.T) {
-	if os.Getenv(knownBugsVar) == "" {
-		t.Skipf("known kit bug, reported: the middleware treats a task that is not found yet as gone once the "+
-			"key's claim is older than the lease; set %s=1 to run", knownBugsVar)
-	}
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			srv, err := echoserver.Start(echoserver.Config{

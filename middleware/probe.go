@@ -1,0 +1,118 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// probeWait is how long a synthesized subscription must stay open, neither failing
+// nor ending, for the execution it follows to count as running. A server answers a
+// subscription to an execution it does not run at once (a2a-go: TaskNotFound, "no
+// active execution"), so the wait only costs when the execution is running.
+const probeWait = 500 * time.Millisecond
+
+// executionRunning reports whether the wrapped handler still runs an execution of
+// taskID: a subscription to it opens and, within probeWait, carries an event or
+// stays open without failing. readTask asks it when the task of an old claim is not
+// found, to tell a task that is gone from one whose agent is still before its first
+// event (a2a-go stores a task at that event, and the adapter binds the key before the
+// agent starts). Only executions of this process are seen: on a replica that does not
+// run the agent, the answer is false.
+func (x *exchange) executionRunning(taskID string) bool {
+	ctx, cancel := context.WithCancel(x.r.Context())
+	defer cancel()
+	pw := &probeWriter{header: make(http.Header), b: x.s.b, event: make(chan struct{})}
+	req := x.s.b.subscribeRequest(x.r, x.s, taskID).WithContext(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		x.h.next.ServeHTTP(pw, req)
+	}()
+	timer := time.NewTimer(probeWait)
+	defer timer.Stop()
+	select {
+	case <-pw.event:
+		cancel()
+		<-done
+		return true
+	case <-done:
+		// Answered and ended: running only if it carried an event before it ended.
+		return pw.sawEvent()
+	case <-timer.C:
+		cancel()
+		<-done
+		return !pw.sawFailure()
+	}
+}
+
+// probeWriter is the ResponseWriter of executionRunning's subscription. It keeps
+// nothing but what the first event was.
+type probeWriter struct {
+	header http.Header
+	b      binding
+	event  chan struct{} // closed at the first event that is not an error
+
+	mu     sync.Mutex
+	status int
+	held   []byte
+	scan   eventScanner
+	got    outcomeKind // the first event's kind, outcomeUnknown before it
+	failed bool        // not a stream, or its first event is an error
+}
+
+func (pw *probeWriter) Header() http.Header { return pw.header }
+
+func (pw *probeWriter) WriteHeader(code int) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.status != 0 || code < 200 {
+		return
+	}
+	pw.status = code
+	if code != http.StatusOK || !isEventStream(pw.header) {
+		pw.failed = true
+	}
+}
+
+func (pw *probeWriter) Write(p []byte) (int, error) {
+	pw.WriteHeader(http.StatusOK)
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.failed || pw.got != outcomeUnknown {
+		return len(p), nil
+	}
+	pw.held = append(pw.held, p...)
+	data, _, ok := pw.scan.scan(pw.held, false)
+	if !ok {
+		if len(pw.held) > maxEventBytes {
+			pw.failed = true
+		}
+		return len(p), nil
+	}
+	pw.held = nil
+	switch out := pw.b.eventOutcome(data); out.kind {
+	case outcomeTask, outcomeUpdate, outcomeMessage:
+		pw.got = out.kind
+		close(pw.event)
+	default:
+		pw.failed = true
+	}
+	return len(p), nil
+}
+
+// Flush does nothing: the probe answers no one.
+func (pw *probeWriter) Flush() {}
+
+func (pw *probeWriter) sawEvent() bool {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.got != outcomeUnknown
+}
+
+func (pw *probeWriter) sawFailure() bool {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.failed
+}
