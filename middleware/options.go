@@ -29,15 +29,18 @@ const (
 type Options struct {
 	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant
 	// the request names (params.tenant, or the body's tenant on the HTTP+JSON
-	// binding; always empty in A2A v0.3, which has no tenant). The default is [DefaultScope]; servers that take the tenant from a
-	// REST path segment use [TenantPathScope]. Mix in the authenticated principal
-	// here so that two callers cannot reach each other's tasks through a shared key. An
-	// error refuses the send as invalid params (JSON-RPC -32602, REST 400) with the
-	// error's text.
+	// binding; always empty in A2A v0.3, which has no tenant). The default is
+	// [DefaultScope]; servers that take the tenant from a REST path segment use
+	// [TenantPathScope]. Mix in the authenticated principal here so that two callers
+	// cannot reach each other's tasks through a shared key. An error refuses the send
+	// as invalid params (JSON-RPC -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
 	// Lease is how long a claim stays in flight before an identical retry may take it
-	// over; default [DefaultLease].
+	// over; default [DefaultLease]. It also bounds how long a key bound to a task that
+	// is not stored yet counts as "task coming" rather than "task gone" when the
+	// execution runs on another replica than the retry (in the retry's own process a
+	// subscription tells): keep it above the agent's time to its first event.
 	Lease time.Duration
 
 	// ReplayWait is how long a retry waits for an in-flight first attempt's task;
