@@ -66,8 +66,10 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 //  2. When the binding fails, the agent does not run: Execute yields an error wrapping
 //     [ErrNotBound] and the cause. For a new task, a2a-go answers the send with that
 //     error (a JSON-RPC internal error, or HTTP 500) and creates no task; the middleware
-//     then releases the claim if it still owns it, so an identical retry runs normally
-//     (or, after a takeover, is answered by the new owner). For a follow-up, a2a-go
+//     turns a non-streamed answer into its fail-closed 503 with Retry-After (a stream has
+//     sent its headers already, and keeps a2a-go's error event), and releases the claim
+//     if it still owns it, so an identical retry runs normally (or, after a takeover, is
+//     answered by the new owner). For a follow-up, a2a-go
 //     v2.4.0 turns any executor error on an existing task into a FAILED task; install
 //     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go loads
 //     the task.

@@ -32,7 +32,8 @@ type ClaimedSend struct {
 	timeout time.Duration
 
 	mu      sync.Mutex
-	hooked  bool // Bind was called by code behind the middleware
+	hooked  bool  // Bind was called by code behind the middleware
+	hookErr error // the last error of such a call
 	bound   bool
 	binding idempotency.Binding
 }
@@ -95,7 +96,13 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		defer cancel()
 	}
 	if err := c.index.Bind(ctx, c.scope, c.key, c.token, b); err != nil {
+		if hook {
+			c.hookErr = err
+		}
 		return err
+	}
+	if hook {
+		c.hookErr = nil
 	}
 	c.bound, c.binding = true, b
 	if c.notify != nil {
@@ -118,4 +125,12 @@ func (c *ClaimedSend) state() (hooked, bound bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hooked, c.bound
+}
+
+// hookFailed reports whether the last Bind by code behind the middleware failed, so
+// that the agent did not run: the send was refused for want of the index.
+func (c *ClaimedSend) hookFailed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hookErr != nil
 }

@@ -2,11 +2,16 @@ package middleware
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/a2akit/idempotency"
 )
+
+// errAnswerTooLarge fails the wrapped handler's write of an answer the recorder holds
+// back and that grew past maxResultBytes.
+var errAnswerTooLarge = errors.New("middleware: answer too large to hold back")
 
 // maxResultBytes bounds the copy of a non-streamed answer the middleware keeps to
 // learn what a forwarded send produced. A larger answer passes on whole, but the
@@ -56,6 +61,11 @@ type recorder struct {
 
 	settled bool
 	result  Outcome
+
+	// heldBack: the code behind could not bind the key (the adapter refused to run
+	// the agent), so the non-streamed answer is kept in body until it ends; an error
+	// is then replaced by a 503, anything else passed on.
+	heldBack bool
 }
 
 func (rw *recorder) Header() http.Header { return rw.w.Header() }
@@ -67,6 +77,13 @@ func (rw *recorder) WriteHeader(code int) {
 	}
 	rw.wroteHeader = true
 	rw.status = code
+	if rw.cs.hookFailed() && !isEventStream(rw.w.Header()) {
+		// The adapter could not bind the key, so the agent did not run: when the
+		// server answers its own internal error for that, fail closed as for a claim
+		// the index could not make, with a 503 the client may retry (see finish).
+		rw.heldBack = true
+		return
+	}
 	addExtensionHeaders(rw.w.Header(), rw.x.s.b)
 	rw.stream = isEventStream(rw.w.Header())
 	rw.holding = rw.stream
@@ -76,6 +93,12 @@ func (rw *recorder) WriteHeader(code int) {
 func (rw *recorder) Write(p []byte) (int, error) {
 	if !rw.wroteHeader {
 		rw.WriteHeader(http.StatusOK)
+	}
+	if rw.heldBack {
+		if rw.body.Len()+len(p) > maxResultBytes {
+			return 0, errAnswerTooLarge
+		}
+		return rw.body.Write(p)
 	}
 	if !rw.stream {
 		if !rw.overflow {
@@ -123,6 +146,9 @@ func (rw *recorder) Flush() {
 	if !rw.wroteHeader {
 		rw.WriteHeader(http.StatusOK)
 	}
+	if rw.heldBack {
+		return
+	}
 	if rw.holding {
 		// What is held is not written yet: this flushes what came before it (the
 		// headers), and the held bytes are flushed when they are written.
@@ -148,6 +174,9 @@ func (rw *recorder) passHeld() {
 
 // finish settles the send after the wrapped handler returned, and returns its outcome.
 func (rw *recorder) finish() Outcome {
+	if rw.heldBack {
+		return rw.finishHeldBack()
+	}
 	switch {
 	case rw.holding:
 		// The stream ended before its first event was complete: a last event
@@ -165,6 +194,27 @@ func (rw *recorder) finish() Outcome {
 	default:
 		rw.settle(rw.x.s.b.sendOutcome(rw.status, rw.body.Bytes()))
 	}
+	return rw.result
+}
+
+// finishHeldBack answers a send whose key the code behind could not bind: an error
+// answer becomes a 503 (the index failed, the agent did not run, a retry with the same
+// key may succeed); any other answer (a2a-go answers a follow-up it failed with the
+// FAILED task) passes on as it was.
+func (rw *recorder) finishHeldBack() Outcome {
+	x := rw.x
+	out := x.s.b.sendOutcome(rw.status, rw.body.Bytes())
+	rw.settle(out)
+	if out.kind == outcomeFailed {
+		x.logAttrs(slog.LevelWarn, "idempotency: the key could not be bound behind the middleware, "+
+			"keyed send refused (fail closed)")
+		rw.w.Header().Del("Content-Length")
+		writeFailure(rw.w, x.s.b, x.s, &failure{kind: failUnavailable, message: msgUnavailable, retryAfter: defaultRetryAfter}, true)
+		return OutcomeUnavailable
+	}
+	addExtensionHeaders(rw.w.Header(), x.s.b)
+	rw.w.WriteHeader(rw.status)
+	rw.w.Write(rw.body.Bytes())
 	return rw.result
 }
 
