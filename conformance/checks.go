@@ -275,7 +275,8 @@ func checkReleaseFreesPending(e *env) error {
 }
 
 // checkReleaseWrongToken: Release under a token that does not own the claim (a real
-// token of another claim, or one never issued) returns ErrNotOwner and changes nothing.
+// token of another claim, or one never issued) returns ErrNotOwner and changes nothing,
+// whether the key is pending or bound.
 func checkReleaseWrongToken(e *env) error {
 	key := e.key()
 	tok, err := e.own("", key, msgA, longLease)
@@ -302,7 +303,15 @@ func checkReleaseWrongToken(e *env) error {
 	if err := e.bind("", key, tok, boundA); err != nil {
 		return fmt.Errorf("after Release with a wrong token: %w", err)
 	}
-	return nil
+	// Bound, the key still refuses a token that does not own it: the token is
+	// checked first.
+	err = e.ix.Release(e.ctx, "", key, other)
+	if err := wantErr(fmt.Sprintf("Release(%s, token %d) of a key bound under token %d", where("", key), other, tok),
+		err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	_, err = e.wantHeld("", key, msgA, boundA)
+	return err
 }
 
 // checkReleaseBoundIsNoop: Release of a bound key by its owner returns nil and

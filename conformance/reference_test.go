@@ -212,10 +212,12 @@ func (x *refIndex) Release(ctx context.Context, scope, key string, token idempot
 	k := refKey{scope, key}
 	e, ok := x.live(k, x.now())
 	switch {
-	case !ok || !e.pending():
+	case !ok:
 		return nil
 	case e.token != token:
 		return fmt.Errorf("refindex: release: %w", idempotency.ErrNotOwner)
+	case !e.pending():
+		return nil // a bound key is never released
 	}
 	x.drop(k)
 	return nil
