@@ -403,6 +403,12 @@ func (x *exchange) conflict() {
 }
 
 func (x *exchange) unavailable(op string, err error) {
+	if x.r.Context().Err() != nil {
+		// The client went away while the index was asked: not the index's fault.
+		x.logAttrs(slog.LevelInfo, "idempotency: client went away during the index "+op+", keyed send not run", slog.Any("error", err))
+		x.observe(OutcomeUnavailable)
+		return
+	}
 	x.logAttrs(slog.LevelWarn, "idempotency: index "+op+" failed, keyed send refused (fail closed)", slog.Any("error", err))
 	writeFailure(x.w, x.s.b, x.s, &failure{kind: failUnavailable, message: msgUnavailable, retryAfter: defaultRetryAfter}, true)
 	x.observe(OutcomeUnavailable)
