@@ -76,3 +76,65 @@ func BenchmarkSend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKeyedFirstSendOverhead measures what the middleware itself costs on a
+// keyed first send (read the request, claim with memstore, forward through the
+// recorder, learn the outcome from the answer, bind), with no network and a wrapped
+// handler that only binds the claim to the task as the adapter does and writes a
+// canned answer of the size a2a-go's echo server sends.
+func BenchmarkKeyedFirstSendOverhead(b *testing.B) {
+	const task = `{"id":"0195f3c4-1b2a-7c3d-8e4f-5a6b7c8d9e0f","contextId":"0195f3c4-1b2a-7c3d-8e4f-000000000001",` +
+		`"status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-11-30T13:48:27.123456Z"},` +
+		`"artifacts":[{"artifactId":"0195f3c4-1b2a-7c3d-8e4f-000000000002","parts":[{"text":"echo: reply fast"}]}],` +
+		`"history":[{"messageId":"m-1","contextId":"0195f3c4-1b2a-7c3d-8e4f-000000000001",` +
+		`"taskId":"0195f3c4-1b2a-7c3d-8e4f-5a6b7c8d9e0f","role":"ROLE_USER","parts":[{"text":"reply fast"}],` +
+		`"metadata":{"` + idempotency.MetadataKey + `":"bench-key-0000000000-1"},"extensions":["` + idempotency.ExtensionURI + `"]}]}`
+	for _, bc := range []struct {
+		name, path, answer string
+		body               func(n string) string
+	}{
+		{"binding=JSONRPC", "/jsonrpc", `{"jsonrpc":"2.0","id":"1","result":{"task":` + task + `}}` + "\n",
+			func(n string) string {
+				return `{"jsonrpc":"2.0","id":"` + n + `","method":"SendMessage","params":{"message":{"messageId":"m-` + n +
+					`","role":"ROLE_USER","parts":[{"text":"reply fast"}],"metadata":{"` + idempotency.MetadataKey +
+					`":"bench-key-0000000000-` + n + `"},"extensions":["` + idempotency.ExtensionURI + `"]}}}`
+			}},
+		{"binding=HTTP+JSON", "/message:send", `{"task":` + task + `}` + "\n",
+			func(n string) string {
+				return `{"message":{"messageId":"m-` + n + `","role":"ROLE_USER","parts":[{"text":"reply fast"}],"metadata":{"` +
+					idempotency.MetadataKey + `":"bench-key-0000000000-` + n + `"},"extensions":["` + idempotency.ExtensionURI + `"]}}`
+			}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if cs, ok := middleware.ClaimedSendFrom(r.Context()); ok {
+					if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "0195f3c4-1b2a-7c3d-8e4f-5a6b7c8d9e0f"}); err != nil {
+						b.Error(err)
+					}
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(bc.answer))
+			})
+			mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := mw(inner)
+			bodies := make([]string, b.N)
+			for i := range bodies {
+				bodies[i] = bc.body(strconv.Itoa(i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				req := httptest.NewRequest(http.MethodPost, bc.path, strings.NewReader(bodies[i]))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
