@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -270,9 +271,10 @@ func (rw *recorder) settle(out outcome) {
 }
 
 func (rw *recorder) bind(b idempotency.Binding) {
-	x, m := rw.x, rw.x.h.m
-	ctx, cancel := m.indexContext(x.r, true)
-	defer cancel()
+	x := rw.x
+	// Detached as indexContext's are; the claim bounds the index call by
+	// IndexTimeout itself, and makes none when b is bound already.
+	ctx := context.WithoutCancel(x.r.Context())
 	if err := rw.cs.bind(ctx, b, false); err != nil {
 		x.logAttrs(slog.LevelError, "idempotency: could not bind the key to what the send produced; "+
 			"retries wait for the lease to end", slog.String("task_id", b.TaskID), slog.Any("error", err))
