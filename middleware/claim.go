@@ -24,9 +24,9 @@ type ClaimedSend struct {
 	messageID string
 	token     idempotency.Token
 
-	// notify, when set, is called after each successful Bind; the middleware uses it
-	// to wake the retries of this process that wait for the key.
-	notify func()
+	// waiters, when set, is notified of the key after each successful Bind; the
+	// middleware uses it to wake the retries of this process that wait for the key.
+	waiters *notifier
 	// timeout, when positive, bounds each index call: the adapter binds on a2a-go's
 	// detached context, which has no deadline of its own.
 	timeout time.Duration
@@ -105,8 +105,8 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		c.hookErr = nil
 	}
 	c.bound, c.binding = true, b
-	if c.notify != nil {
-		c.notify()
+	if c.waiters != nil {
+		c.waiters.notify(waitKey{c.scope, c.key})
 	}
 	return nil
 }

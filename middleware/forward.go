@@ -24,8 +24,7 @@ const maxResultBytes = 32 << 20
 func (x *exchange) forward(token idempotency.Token) {
 	m := x.h.m
 	cs := NewClaimedSend(m.index, x.scope, x.s.key, x.s.messageID, token)
-	k := waitKey{x.scope, x.s.key}
-	cs.notify = func() { m.waiters.notify(k) }
+	cs.waiters = &m.waiters
 	cs.timeout = m.opts.IndexTimeout
 	rec := &recorder{x: x, w: x.w, cs: cs}
 	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
