@@ -159,7 +159,7 @@ func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
 	return rpcFailure(s, f, true)
 }
 
-func (jsonrpcBinding) extensionHeaders() []string { return []string{extensionsHeader} }
+func (jsonrpcBinding) extensionHeaders() []string { return extensionHeaders10 }
 
 // rpcFailure frames f as a JSON-RPC error answering s, with a google.rpc.ErrorInfo in
 // its data when withInfo is set. It returns the HTTP status, the body, and whether

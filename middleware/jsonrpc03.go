@@ -137,7 +137,7 @@ func (jsonrpc03Binding) failure(s *send, f *failure) (int, []byte, bool) {
 
 // extensionHeaders names the extension in v1.0's header and in v0.3's own.
 func (jsonrpc03Binding) extensionHeaders() []string {
-	return []string{extensionsHeader, legacyExtensionsHeader}
+	return extensionHeaders03
 }
 
 func (jsonrpc03Binding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {

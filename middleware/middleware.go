@@ -507,6 +507,13 @@ const (
 	legacyExtensionsHeader = "X-A2A-Extensions"
 )
 
+// The extension headers of each version, in the canonical form http.Header keys
+// them by, so that naming the extension on an answer allocates no key.
+var (
+	extensionHeaders10 = []string{http.CanonicalHeaderKey(extensionsHeader)}
+	extensionHeaders03 = []string{http.CanonicalHeaderKey(extensionsHeader), http.CanonicalHeaderKey(legacyExtensionsHeader)}
+)
+
 // addExtensionHeaders lists the extension in the extension headers of binding b,
 // unless it is already there.
 func addExtensionHeaders(h http.Header, b binding) {

@@ -105,7 +105,7 @@ func (restBinding) result(_ *send, res result) ([]byte, error) {
 
 func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
 
-func (restBinding) extensionHeaders() []string { return []string{extensionsHeader} }
+func (restBinding) extensionHeaders() []string { return extensionHeaders10 }
 
 // restFailure answers with the HTTP status and a google.rpc.Status body, on
 // message:stream too: a2a-go's clients (v1.0, and v0.3 in a2acompat/a2av0) read any

@@ -165,7 +165,7 @@ func (rest03Binding) failure(_ *send, f *failure) (int, []byte, bool) { return r
 
 // extensionHeaders names the extension in v1.0's header and in v0.3's own.
 func (rest03Binding) extensionHeaders() []string {
-	return []string{extensionsHeader, legacyExtensionsHeader}
+	return extensionHeaders03
 }
 
 func (rest03Binding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
