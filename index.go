@@ -67,8 +67,8 @@ type KeyIndex interface {
 	// Only the current owner may bind: when the key is held under another token (taken
 	// over after the lease ended) or is no longer held, Bind returns an error wrapping
 	// [ErrNotOwner]; the token is checked first, so this holds for a bound key too.
-	// Binding is idempotent: binding the value already bound (or a part of it, such as
-	// the TaskID alone of a key bound to a TaskID and a Reply) again with the same token
+	// Binding is idempotent: binding the value already bound (or a part of it: the
+	// TaskID alone, or the Reply alone, of a key bound to both) again with the same token
 	// succeeds and changes nothing. A key bound to a TaskID alone may later be given a
 	// Reply with the same TaskID (the agent answered with a Message after its task id
 	// was bound); any other change returns an error wrapping [ErrAlreadyBound]. A Reply

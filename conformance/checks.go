@@ -514,7 +514,7 @@ func checkBindConflict(e *env) error {
 
 // checkBindTaskThenReply: a key bound to a task id alone may later be given a reply
 // with the same task id (the agent answered with a Message after the task id was
-// bound); retries then get both, binding both (or the task id alone) again succeeds,
+// bound); retries then get both, binding both (or either alone) again succeeds,
 // and neither a different
 // reply nor a different task id is accepted afterwards.
 func checkBindTaskThenReply(e *env) error {
@@ -535,6 +535,9 @@ func checkBindTaskThenReply(e *env) error {
 	}
 	if err := e.bind("", key, tok, boundA); err != nil {
 		return fmt.Errorf("the task id alone, after the reply was added: %w", err)
+	}
+	if err := e.bind("", key, tok, idempotency.Binding{Reply: replyA}); err != nil {
+		return fmt.Errorf("the reply alone, after it was added: %w", err)
 	}
 	for _, b := range []idempotency.Binding{{TaskID: taskA, Reply: replyB}, {TaskID: taskB, Reply: replyA}, boundB} {
 		err := e.ix.Bind(e.ctx, "", key, tok, b)

@@ -70,7 +70,7 @@
 //   - BindIdempotent: binding the same value again succeeds.
 //   - BindConflict: binding another value gets ErrAlreadyBound.
 //   - BindTaskThenReply: a task id may gain a reply with the same task id, nothing else;
-//     rebinding the task id alone afterwards is a no-op.
+//     rebinding either part alone afterwards is a no-op.
 //   - BindNotHeld: Bind of a key not held gets ErrNotOwner.
 //   - ReplyNotAliased: the index keeps its own copy of a reply.
 //

@@ -183,10 +183,10 @@ func (x *refIndex) Bind(ctx context.Context, scope, key string, token idempotenc
 	return bindEntry(e, b)
 }
 
-// bindEntry binds e to b, idempotently (b may be the bound value or its task id
-// alone); a task id alone may gain a reply.
+// bindEntry binds e to b, idempotently (b may be the bound value or a part of it);
+// a task id alone may gain a reply.
 func bindEntry(e *refEntry, b idempotency.Binding) error {
-	same := e.taskID == b.TaskID && (len(b.Reply) == 0 || bytes.Equal(e.reply, b.Reply))
+	same := (b.TaskID == "" || e.taskID == b.TaskID) && (len(b.Reply) == 0 || bytes.Equal(e.reply, b.Reply))
 	switch {
 	case same:
 		return nil

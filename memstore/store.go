@@ -212,8 +212,8 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	}
 	switch {
 	case e.pending():
-	case e.taskID() == b.TaskID && (len(b.Reply) == 0 || e.reply() == string(b.Reply)):
-		// The value already bound, or its task id alone.
+	case (b.TaskID == "" || e.taskID() == b.TaskID) && (len(b.Reply) == 0 || e.reply() == string(b.Reply)):
+		// The value already bound, or a part of it.
 		return nil
 	case e.taskID() == b.TaskID && e.reply() == "" && b.TaskID != "":
 		// A task binding gains the agent's Message reply.
