@@ -11,12 +11,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
-// runs counts the agent's runs in this process.
+// runs counts the agent's runs in this process: the expvar agent_runs, served at
+// /debug/vars.
 var runs = expvar.NewInt("agent_runs")
-
-// Runs returns how many times an Agent started in this process: the value served as
-// agent_runs at /debug/vars.
-func Runs() int64 { return runs.Value() }
 
 // Agent is an a2asrv.AgentExecutor that echoes the text of each message after
 // working for Delay. It creates a task (SUBMITTED, WORKING, an artifact "echo: <text>",
