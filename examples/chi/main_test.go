@@ -19,7 +19,7 @@ func TestPostgres(t *testing.T) {
 	exampletest.CheckServer(t, srv, "keys in PostgreSQL")
 	for _, binding := range []string{"rest", "jsonrpc"} {
 		t.Run(binding+" tenant acme", func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "acme", nil)))
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "acme")))
 		})
 	}
 }

@@ -25,7 +25,7 @@ func TestSQLite(t *testing.T) {
 		{"rest", "rest", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant, nil)))
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
 		})
 	}
 }

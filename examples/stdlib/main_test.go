@@ -21,7 +21,7 @@ func TestPostgres(t *testing.T) {
 	exampletest.CheckServer(t, srv, "keys in PostgreSQL")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "", nil)))
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
 		})
 	}
 }

@@ -22,7 +22,7 @@ func TestSQLite(t *testing.T) {
 		{"rest", "acme"},
 	} {
 		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant, nil)))
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
 		})
 	}
 }
@@ -33,7 +33,7 @@ func TestReplyMessage(t *testing.T) {
 	srv := exampletest.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
-			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "", nil)))
+			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
 		})
 	}
 }

@@ -186,19 +186,18 @@ func PostgresTable(t *testing.T, dsn, prefix string) string {
 
 // DemoOptions are the demonstration's options for a server whose agent works for
 // about a second: the client gives up on first attempts after 300 ms.
-func DemoOptions(url, binding, tenant string, out io.Writer) retrydemo.Options {
+func DemoOptions(url, binding, tenant string) retrydemo.Options {
 	return retrydemo.Options{
 		URL:      url,
 		Binding:  binding,
 		Tenant:   tenant,
 		Cut:      300 * time.Millisecond,
 		Interval: 100 * time.Millisecond,
-		Out:      out,
 	}
 }
 
-// RunDemo runs the demonstration against srv with opts, and returns its report. The
-// narrative is written to the test log. A step that could not be carried out fails
+// RunDemo runs the demonstration with opts, and returns its report. The narrative is
+// written to the test log (opts.Out is replaced). A step that could not be carried out fails
 // the test.
 func RunDemo(t *testing.T, opts retrydemo.Options) *retrydemo.Report {
 	t.Helper()
