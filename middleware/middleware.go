@@ -469,15 +469,7 @@ func writeFailure(w http.ResponseWriter, b binding, s *send, f *failure, ext boo
 	if f.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(f.retryAfter)))
 	}
-	if sse {
-		writeEventHeaders(w)
-		_ = writeEvent(w, body)
-		return
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeAnswer(w, status, body, sse)
 }
 
 // writeResult answers s with res: the whole body of a non-streamed answer, or a
@@ -490,14 +482,21 @@ func writeResult(w http.ResponseWriter, s *send, res result) {
 		return
 	}
 	addExtensionHeaders(w.Header(), s.b)
-	if s.streaming {
+	writeAnswer(w, http.StatusOK, body, s.streaming)
+}
+
+// writeAnswer writes body as the whole answer: one Server-Sent Event of a 200 stream
+// when sse is set, or else a JSON body with status.
+func writeAnswer(w http.ResponseWriter, status int, body []byte, sse bool) {
+	if sse {
 		writeEventHeaders(w)
 		_ = writeEvent(w, body)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
