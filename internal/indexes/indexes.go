@@ -65,8 +65,8 @@ var openSQLite func(path string) (*sqlx.DB, error)
 func SQLiteAvailable() bool { return openSQLite != nil }
 
 // Open opens the index spec names, with its key table (sqlstore only; default
-// sqlstore.DefaultTable) created when missing. db is the pool of a sqlstore index;
-// maxConns bounds it (0: the driver's default).
+// sqlstore.DefaultTable) created when missing. maxConns bounds the database pool of a
+// sqlstore index (0: the driver's default).
 func Open(ctx context.Context, spec, table string, maxConns int) (*Index, error) {
 	switch {
 	case spec == "mem" || spec == "memory":
@@ -172,7 +172,11 @@ func PostgresDSN(tb testing.TB) string {
 	return dsn
 }
 
+// sqliteParams are the connection parameters sqlstore's documentation recommends for
+// SQLite.
+const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+
 // SQLiteDSN returns the DSN sqlstore's documentation recommends for the file at path.
 func SQLiteDSN(path string) string {
-	return "sqlite:file:" + path + "?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+	return "sqlite:file:" + path + "?" + sqliteParams
 }
