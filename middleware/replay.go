@@ -21,6 +21,12 @@ func (x *exchange) replay(rec idempotency.Record) {
 		x.replayStream(rec)
 		return
 	}
+	x.answerTask(rec)
+}
+
+// answerTask answers the retry with the key's task as readTask reads it, or with
+// the failure to read it.
+func (x *exchange) answerTask(rec idempotency.Record) {
 	res, f := x.readTask(rec)
 	if f != nil {
 		writeFailure(x.w, x.s.b, x.s, f, true)
@@ -119,12 +125,7 @@ func (x *exchange) replayStream(rec idempotency.Record) {
 	if x.r.Context().Err() != nil {
 		return
 	}
-	res, f := x.readTask(rec)
-	if f != nil {
-		writeFailure(x.w, x.s.b, x.s, f, true)
-		return
-	}
-	writeResult(x.w, x.s, res)
+	x.answerTask(rec)
 }
 
 // subscribeWriter is the ResponseWriter of a synthesized subscription. It holds the
