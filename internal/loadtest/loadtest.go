@@ -247,6 +247,16 @@ type run struct {
 	report Report
 }
 
+// newRun returns the state of a run with cfg, which has its defaults set.
+func newRun(cfg Config) *run {
+	r := &run{
+		cfg:    cfg,
+		client: &wireclient.Client{BaseURL: cfg.BaseURL, JSONRPCPath: cfg.JSONRPCPath, RESTPath: cfg.RESTPath, HTTP: cfg.HTTPClient},
+	}
+	r.report.Answers = map[string]int{}
+	return r
+}
+
 func (r *run) violation(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -322,13 +332,9 @@ func (r *run) next() job {
 // failed checks are the Report's Violations.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
-	r := &run{
-		cfg:    cfg,
-		client: &wireclient.Client{BaseURL: cfg.BaseURL, JSONRPCPath: cfg.JSONRPCPath, RESTPath: cfg.RESTPath, HTTP: cfg.HTTPClient},
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-	}
+	r := newRun(cfg)
+	r.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	r.report.Seed = cfg.Seed
-	r.report.Answers = map[string]int{}
 	before, err := r.readRuns(ctx)
 	if err != nil {
 		return nil, err
@@ -508,12 +514,7 @@ func (r *run) settleKey(ctx context.Context, k *keyState) {
 			}
 		}
 		delay = min(2*delay, time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		pause(ctx, wait)
 	}
 }
 
@@ -624,8 +625,7 @@ func Burst(ctx context.Context, bc BurstConfig) (*Report, error) {
 	cfg := Config{BaseURL: bc.BaseURL, JSONRPCPath: bc.JSONRPCPath, RESTPath: bc.RESTPath, VarsPath: bc.VarsPath,
 		RunsVar: bc.RunsVar, HTTPClient: bc.HTTPClient, Clients: bc.Copies}
 	cfg.defaults()
-	r := &run{cfg: cfg, client: &wireclient.Client{BaseURL: cfg.BaseURL, JSONRPCPath: cfg.JSONRPCPath, RESTPath: cfg.RESTPath, HTTP: cfg.HTTPClient}}
-	r.report.Answers = map[string]int{}
+	r := newRun(cfg)
 	ctx, cancel := context.WithTimeout(ctx, bc.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -705,11 +705,16 @@ func (r *run) untilAnswered(ctx context.Context, k *keyState, s wireclient.Send)
 			return
 		}
 		delay = min(2*delay, time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		pause(ctx, wait)
+	}
+}
+
+// pause waits for d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
