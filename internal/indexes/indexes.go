@@ -37,8 +37,6 @@ type Index struct {
 	DB *sqlx.DB
 	// Table is the key table of a sqlstore index.
 	Table string
-	// Kind is "mem", "sqlite" or "postgres".
-	Kind string
 }
 
 // Close closes the index's database.
@@ -70,7 +68,7 @@ func SQLiteAvailable() bool { return openSQLite != nil }
 func Open(ctx context.Context, spec, table string, maxConns int) (*Index, error) {
 	switch {
 	case spec == "mem" || spec == "memory":
-		return &Index{KeyIndex: memstore.New(memstore.Options{}), Kind: "mem"}, nil
+		return &Index{KeyIndex: memstore.New(memstore.Options{})}, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		db, err := sqlx.Open("postgres", spec)
 		if err != nil {
@@ -113,7 +111,7 @@ func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) 
 		db.Close()
 		return nil, err
 	}
-	return &Index{KeyIndex: st, DB: db, Table: table, Kind: kind}, nil
+	return &Index{KeyIndex: st, DB: db, Table: table}, nil
 }
 
 // RandomName returns a name no other run uses: prefix and 12 hex digits.
