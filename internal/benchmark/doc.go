@@ -3,9 +3,9 @@
 // benchmarks; BENCHMARKS.md at the repository's root has the figures and the commands
 // that produced them.
 //
-// Each benchmark measures, in one run, the kit's side and its baseline in ten
-// alternating rounds of b.N sends each, so that a change of load on a shared machine
-// affects both sides alike, and reports their ratio as a metric:
+// Each benchmark measures, in one run, b.N sends of the kit's side and b.N of its
+// baseline, split into ten alternating rounds, so that a change of load on a shared
+// machine affects both sides alike, and reports their ratio as a metric:
 //
 //   - send=unkeyed: unkeyed sends through the middleware (memstore index) against the
 //     same sends to the bare server; metric kit/bare is the throughput ratio
