@@ -244,8 +244,7 @@ func (jsonrpcBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	var resp rpcResponse
 	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
-		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
-			strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
 	}
 	if !isNull(resp.Error) {
 		var e struct {
@@ -255,8 +254,7 @@ func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, taskNotFound: e.Code == codeTaskNotFound}
 	}
 	if isNull(resp.Result) {
-		return nil, &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; retry with the same key and message later",
-			retryAfter: defaultRetryAfter}
+		return nil, taskMissing()
 	}
 	return resp.Result, nil
 }

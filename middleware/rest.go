@@ -159,16 +159,14 @@ func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status == http.StatusOK {
 		if len(bytes.TrimSpace(body)) == 0 || body[0] != '{' {
-			return nil, &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; retry with the same key and message later",
-				retryAfter: defaultRetryAfter}
+			return nil, taskMissing()
 		}
 		return bytes.TrimSpace(body), nil
 	}
 	var e restError
 	if json.Unmarshal(body, &e) != nil || e.Error.Code == 0 {
 		// Not an A2A error: most likely the route is not served at this prefix.
-		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
-			strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
 	}
 	return nil, &failure{kind: failRelayed, status: status, raw: body, taskNotFound: status == http.StatusNotFound}
 }

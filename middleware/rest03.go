@@ -179,8 +179,7 @@ func (rest03Binding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	}
 	task, err := convertJSON(raw, pbTaskToV1)
 	if err != nil {
-		return nil, &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (" +
-			err.Error() + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+		return nil, taskUnreadable(err.Error())
 	}
 	return task, nil
 }

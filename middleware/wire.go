@@ -38,6 +38,19 @@ func newErrorInfo(reason string, f *failure) errorInfo {
 	return info
 }
 
+// taskUnreadable is the failure of a task read whose answer the binding could not
+// read; why says what was wrong with it.
+func taskUnreadable(why string) *failure {
+	return &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (" +
+		why + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+}
+
+// taskMissing is the failure of a task read that the server answered without a task.
+func taskMissing() *failure {
+	return &failure{kind: failUnavailable, message: "the server answered reading the key's task with no task; " +
+		"retry with the same key and message later", retryAfter: defaultRetryAfter}
+}
+
 // retryAfterSeconds rounds d up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int {
 	return int(max(1, math.Ceil(d.Seconds())))
