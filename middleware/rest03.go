@@ -135,11 +135,7 @@ func pbOutcome(raw []byte) outcome {
 }
 
 func (rest03Binding) eventTask(data []byte) ([]byte, bool) {
-	v, ok := readStreamMembers(data)
-	if !ok {
-		return nil, false
-	}
-	raw, ok := v.task()
+	raw, ok := streamResponseTask(data)
 	if !ok {
 		return nil, false
 	}
