@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
@@ -55,12 +54,6 @@ func Open(ctx context.Context, name string, args []string, stderr io.Writer) (*S
 	}
 	s.Handler = NewRequestHandler(agent, s.Logger)
 	return s, nil
-}
-
-// Serve serves h until ctx ends, then shuts down gracefully (see the package-level
-// Serve).
-func (s *Server) Serve(ctx context.Context, h http.Handler) error {
-	return Serve(ctx, s.ln, h, s.Logger)
 }
 
 // Close closes the listener (if Serve did not) and the key index.

@@ -94,23 +94,23 @@ func PrintURLs(w io.Writer, base string) {
 // once it is told to stop.
 const shutdownTimeout = 10 * time.Second
 
-// Serve serves h on ln until ctx ends, then shuts the server down gracefully: it
-// stops accepting connections and waits for the requests in progress, for at most
-// ten seconds. It returns nil after a graceful shutdown.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+// Serve serves h until ctx ends, then shuts the server down gracefully: it stops
+// accepting connections and waits for the requests in progress, for at most ten
+// seconds. It returns nil after a graceful shutdown.
+func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(s.ln) }()
 	select {
 	case err := <-served:
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
+	s.Logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
