@@ -112,5 +112,16 @@ func flush(w http.ResponseWriter) {
 
 // readCloser returns a request body reading b.
 func readCloser(b []byte) io.ReadCloser {
-	return io.NopCloser(bytes.NewReader(b))
+	br := &bodyReader{}
+	br.r.Reset(b)
+	return br
 }
+
+// bodyReader is the request body readCloser returns: what io.NopCloser of a
+// bytes.Reader is (Read, WriteTo, a Close that does nothing), in one allocation
+// instead of two, since every POST the middleware reads gets one.
+type bodyReader struct{ r bytes.Reader }
+
+func (br *bodyReader) Read(p []byte) (int, error)         { return br.r.Read(p) }
+func (br *bodyReader) WriteTo(w io.Writer) (int64, error) { return br.r.WriteTo(w) }
+func (*bodyReader) Close() error                          { return nil }
