@@ -143,7 +143,6 @@ type subscribeWriter struct {
 	taskID string
 
 	wroteHeader bool
-	stream      bool
 	held        []byte
 	scan        eventScanner
 	passing     bool // the first event was passed on; the rest follows it
@@ -163,8 +162,7 @@ func (sw *subscribeWriter) WriteHeader(code int) {
 		return
 	}
 	sw.wroteHeader = true
-	sw.stream = code == http.StatusOK && isEventStream(sw.header)
-	sw.dropping = !sw.stream
+	sw.dropping = code != http.StatusOK || !isEventStream(sw.header)
 }
 
 func (sw *subscribeWriter) Write(p []byte) (int, error) {
