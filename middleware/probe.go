@@ -48,18 +48,18 @@ func (x *exchange) executionRunning(taskID string) bool {
 }
 
 // probeWriter is the ResponseWriter of executionRunning's subscription. It keeps
-// nothing but what the first event was.
+// nothing but whether the subscription carried an event or failed.
 type probeWriter struct {
 	header http.Header
 	b      binding
 	event  chan struct{} // closed at the first event that is not an error
 
-	mu     sync.Mutex
-	status int
-	held   []byte
-	scan   eventScanner
-	got    outcomeKind // the first event's kind, outcomeUnknown before it
-	failed bool        // not a stream, or its first event is an error
+	mu      sync.Mutex
+	status  int
+	held    []byte
+	scan    eventScanner
+	evented bool // its first event is a task, an update or a Message
+	failed  bool // not a stream, or its first event is an error
 }
 
 func (pw *probeWriter) Header() http.Header { return pw.header }
@@ -80,7 +80,7 @@ func (pw *probeWriter) Write(p []byte) (int, error) {
 	pw.WriteHeader(http.StatusOK)
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	if pw.failed || pw.got != outcomeUnknown {
+	if pw.failed || pw.evented {
 		return len(p), nil
 	}
 	pw.held = append(pw.held, p...)
@@ -92,9 +92,9 @@ func (pw *probeWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	pw.held = nil
-	switch out := pw.b.eventOutcome(data); out.kind {
+	switch pw.b.eventOutcome(data).kind {
 	case outcomeTask, outcomeUpdate, outcomeMessage:
-		pw.got = out.kind
+		pw.evented = true
 		close(pw.event)
 	default:
 		pw.failed = true
@@ -108,7 +108,7 @@ func (pw *probeWriter) Flush() {}
 func (pw *probeWriter) sawEvent() bool {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	return pw.got != outcomeUnknown
+	return pw.evented
 }
 
 func (pw *probeWriter) sawFailure() bool {
