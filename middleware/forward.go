@@ -77,7 +77,8 @@ func (rw *recorder) WriteHeader(code int) {
 	}
 	rw.wroteHeader = true
 	rw.status = code
-	if rw.cs.hookFailed() && !isEventStream(rw.w.Header()) {
+	stream := isEventStream(rw.w.Header())
+	if rw.cs.hookFailed() && !stream {
 		// The adapter could not bind the key, so the agent did not run: when the
 		// server answers its own internal error for that, fail closed as for a claim
 		// the index could not make, with a 503 the client may retry (see finish).
@@ -85,8 +86,7 @@ func (rw *recorder) WriteHeader(code int) {
 		return
 	}
 	addExtensionHeaders(rw.w.Header(), rw.x.s.b)
-	rw.stream = isEventStream(rw.w.Header())
-	rw.holding = rw.stream
+	rw.stream, rw.holding = stream, stream
 	rw.w.WriteHeader(code)
 }
 
