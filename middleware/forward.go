@@ -208,7 +208,6 @@ func (rw *recorder) finishHeldBack() Outcome {
 	if out.kind == outcomeFailed {
 		x.logAttrs(slog.LevelWarn, "idempotency: the key could not be bound behind the middleware, "+
 			"keyed send refused (fail closed)")
-		rw.w.Header().Del("Content-Length")
 		writeFailure(rw.w, x.s.b, x.s, &failure{kind: failUnavailable, message: msgUnavailable, retryAfter: defaultRetryAfter}, true)
 		return OutcomeUnavailable
 	}
