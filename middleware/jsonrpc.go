@@ -57,24 +57,34 @@ type rpcRequest struct {
 }
 
 func (b jsonrpcBinding) readSend(_ *http.Request, body []byte) (*send, bool) {
-	req, ok := readCall(body)
+	s, params, ok := readRPCSend(b, body, methodSendMessage, methodSendStreamingMessage)
 	if !ok {
 		return nil, false
 	}
-	s := &send{b: b, id: req.ID}
-	switch req.Method {
-	case methodSendMessage:
-	case methodSendStreamingMessage:
-		s.streaming = true
-	default:
-		return nil, false
-	}
 	var p sendParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, false
 	}
 	p.fill(s)
 	return s, true
+}
+
+// readRPCSend reads body as a JSON-RPC call (see readCall) of sendMethod or
+// streamMethod, and returns the send of binding b it starts and the call's params.
+func readRPCSend(b binding, body []byte, sendMethod, streamMethod string) (*send, json.RawMessage, bool) {
+	req, ok := readCall(body)
+	if !ok {
+		return nil, nil, false
+	}
+	s := &send{b: b, id: req.ID}
+	switch req.Method {
+	case sendMethod:
+	case streamMethod:
+		s.streaming = true
+	default:
+		return nil, nil, false
+	}
+	return s, req.Params, true
 }
 
 // readCall reads a JSON-RPC call as a2a-go's JSON-RPC handlers (v1.0, and v0.3 in

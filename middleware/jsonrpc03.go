@@ -48,20 +48,12 @@ type rpc03Params struct {
 }
 
 func (b jsonrpc03Binding) readSend(_ *http.Request, body []byte) (*send, bool) {
-	req, ok := readCall(body)
+	s, params, ok := readRPCSend(b, body, method03Send, method03Stream)
 	if !ok {
 		return nil, false
 	}
-	s := &send{b: b, id: req.ID}
-	switch req.Method {
-	case method03Send:
-	case method03Stream:
-		s.streaming = true
-	default:
-		return nil, false
-	}
 	var p rpc03Params
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, false
 	}
 	fillSend(s, p.Config, p.Message)
