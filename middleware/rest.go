@@ -158,7 +158,7 @@ func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // failure to pass on.
 func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status == http.StatusOK {
-		if len(bytes.TrimSpace(body)) == 0 || body[0] != '{' {
+		if !isJSONObject(body) {
 			return nil, taskMissing()
 		}
 		return bytes.TrimSpace(body), nil
