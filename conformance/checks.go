@@ -377,12 +377,7 @@ func checkReleasedTokenRefused(e *env) error {
 	if tok == old {
 		return fmt.Errorf("a claim after Release got the released token %d; want a new one", tok)
 	}
-	err = e.ix.Bind(e.ctx, "", key, old, boundB)
-	if err := wantErr("Bind with the released token", err, idempotency.ErrNotOwner); err != nil {
-		return err
-	}
-	err = e.ix.Release(e.ctx, "", key, old)
-	if err := wantErr("Release with the released token", err, idempotency.ErrNotOwner); err != nil {
+	if err := e.wantFenced(key, old, "the released token"); err != nil {
 		return err
 	}
 	if _, err := e.wantHeld("", key, msgA, pending); err != nil {

@@ -241,12 +241,7 @@ func checkTakeoverFencedAcrossHandles(e *env) error {
 	if tok == old {
 		return fmt.Errorf("takeover through the second handle returned the old token %d; want a new one", tok)
 	}
-	err = e.ix.Bind(e.ctx, "", key, old, boundB)
-	if err := wantErr("late Bind through the first handle with the old token", err, idempotency.ErrNotOwner); err != nil {
-		return err
-	}
-	err = e.ix.Release(e.ctx, "", key, old)
-	if err := wantErr("late Release through the first handle with the old token", err, idempotency.ErrNotOwner); err != nil {
+	if err := e.wantFenced(key, old, "the old token, late, through the first handle"); err != nil {
 		return err
 	}
 	if err := e.bindOn(other, "", key, tok, boundA); err != nil {

@@ -311,6 +311,18 @@ func (e *env) release(scope, key string, tok idempotency.Token) error {
 	return nil
 }
 
+// wantFenced wants Bind and Release of key (in the empty scope) under tok, a token
+// that no longer owns it, to return ErrNotOwner; with names the token in failure
+// messages.
+func (e *env) wantFenced(key string, tok idempotency.Token, with string) error {
+	err := e.ix.Bind(e.ctx, "", key, tok, boundB)
+	if err := wantErr("Bind with "+with, err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	err = e.ix.Release(e.ctx, "", key, tok)
+	return wantErr("Release with "+with, err, idempotency.ErrNotOwner)
+}
+
 // wantSame claims (scope, key) as msg and wants [idempotency.HeldBySameMessage] with
 // a Record that names msg and carries b (pending when b is zero).
 func (e *env) wantSame(scope, key, msg string, b idempotency.Binding) (idempotency.Record, error) {

@@ -67,12 +67,7 @@ func checkLeaseTakeover(e *env) error {
 		return fmt.Errorf("ClaimedAt changed on takeover from %v to %v; want the time of the first claim", r1.ClaimedAt, r2.ClaimedAt)
 	}
 
-	err = e.ix.Bind(e.ctx, "", key, old, boundB)
-	if err := wantErr("Bind with the token of the claim taken over", err, idempotency.ErrNotOwner); err != nil {
-		return err
-	}
-	err = e.ix.Release(e.ctx, "", key, old)
-	if err := wantErr("Release with the token of the claim taken over", err, idempotency.ErrNotOwner); err != nil {
+	if err := e.wantFenced(key, old, "the token of the claim taken over"); err != nil {
 		return err
 	}
 	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
