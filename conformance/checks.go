@@ -274,34 +274,47 @@ func checkReleaseFreesPending(e *env) error {
 	return nil
 }
 
-// checkReleaseWrongToken: Release under a token that does not own the claim (a real
-// token of another claim, or one never issued) returns ErrNotOwner and changes nothing,
-// whether the key is pending or bound.
-func checkReleaseWrongToken(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
-	if err != nil {
-		return err
+// refusesWrongTokens claims a fresh key as msgA, and wants op (the call called name)
+// under a token that does not own the claim, a real token of another claim and one
+// never issued, to return ErrNotOwner and leave the claim pending. The owner then
+// binds the key to boundA. It returns the key, the owner's token and the other
+// claim's token.
+func (e *env) refusesWrongTokens(name string, op func(key string, wrong idempotency.Token) error) (key string, tok, other idempotency.Token, err error) {
+	key = e.key()
+	if tok, err = e.own("", key, msgA, longLease); err != nil {
+		return "", 0, 0, err
 	}
-	other, err := e.own("", e.key(), msgA, longLease)
-	if err != nil {
-		return err
+	if other, err = e.own("", e.key(), msgA, longLease); err != nil {
+		return "", 0, 0, err
 	}
 	for _, wrong := range []idempotency.Token{other, tok ^ 0x5a5a5a5a5a5a} {
 		if wrong == tok || wrong == 0 {
 			continue
 		}
-		err := e.ix.Release(e.ctx, "", key, wrong)
-		if err := wantErr(fmt.Sprintf("Release(%s, token %d) of a claim owned by token %d", where("", key), wrong, tok),
+		err := op(key, wrong)
+		if err := wantErr(fmt.Sprintf("%s(%s, token %d) of a claim owned by token %d", name, where("", key), wrong, tok),
 			err, idempotency.ErrNotOwner); err != nil {
-			return err
+			return "", 0, 0, err
 		}
 		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
-			return fmt.Errorf("after Release with a wrong token: %w", err)
+			return "", 0, 0, fmt.Errorf("after %s with a wrong token: %w", name, err)
 		}
 	}
 	if err := e.bind("", key, tok, boundA); err != nil {
-		return fmt.Errorf("after Release with a wrong token: %w", err)
+		return "", 0, 0, fmt.Errorf("after %s with a wrong token: %w", name, err)
+	}
+	return key, tok, other, nil
+}
+
+// checkReleaseWrongToken: Release under a token that does not own the claim (a real
+// token of another claim, or one never issued) returns ErrNotOwner and changes nothing,
+// whether the key is pending or bound.
+func checkReleaseWrongToken(e *env) error {
+	key, tok, other, err := e.refusesWrongTokens("Release", func(key string, wrong idempotency.Token) error {
+		return e.ix.Release(e.ctx, "", key, wrong)
+	})
+	if err != nil {
+		return err
 	}
 	// Bound, the key still refuses a token that does not own it: the token is
 	// checked first.
@@ -418,30 +431,11 @@ func checkTokensUnique(e *env) error {
 // ErrNotOwner and changes nothing; once the key is bound, a wrong token is still
 // refused.
 func checkBindWrongToken(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, other, err := e.refusesWrongTokens("Bind", func(key string, wrong idempotency.Token) error {
+		return e.ix.Bind(e.ctx, "", key, wrong, boundB)
+	})
 	if err != nil {
 		return err
-	}
-	other, err := e.own("", e.key(), msgA, longLease)
-	if err != nil {
-		return err
-	}
-	for _, wrong := range []idempotency.Token{other, tok ^ 0x5a5a5a5a5a5a} {
-		if wrong == tok || wrong == 0 {
-			continue
-		}
-		err := e.ix.Bind(e.ctx, "", key, wrong, boundB)
-		if err := wantErr(fmt.Sprintf("Bind(%s, token %d) of a claim owned by token %d", where("", key), wrong, tok),
-			err, idempotency.ErrNotOwner); err != nil {
-			return err
-		}
-		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
-			return fmt.Errorf("after Bind with a wrong token: %w", err)
-		}
-	}
-	if err := e.bind("", key, tok, boundA); err != nil {
-		return fmt.Errorf("after Bind with a wrong token: %w", err)
 	}
 	// A bound key: the wrong token is refused, whether the index reports that it does
 	// not own the key or that the key is bound to something else.
