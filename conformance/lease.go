@@ -10,20 +10,28 @@ import (
 // checkLeaseHeldBeforeEnd: shortly before the lease ends, a retry of the same message
 // still sees the pending claim; it does not take it over.
 func checkLeaseHeldBeforeEnd(e *env) error {
+	_, _, err := e.retryBeforeLeaseEnds()
+	return err
+}
+
+// retryBeforeLeaseEnds claims a fresh key as msgA with a lease meant to end during the
+// check, and shortly before it ends wants a retry of the same message to see the
+// pending claim. It returns the key and the claim's timeline.
+func (e *env) retryBeforeLeaseEnds() (string, *timeline, error) {
 	key, lease := e.key(), e.lease()
 	start := time.Now()
 	if _, err := e.own("", key, msgA, lease); err != nil {
-		return err
+		return "", nil, err
 	}
 	tl := e.since(start)
 	tl.to(lease - e.margin())
 	if _, err := e.wantSame("", key, msgA, pending); err != nil {
 		if tl.overran(lease) {
-			return stalled("the retry", lease)
+			return "", nil, stalled("the retry", lease)
 		}
-		return fmt.Errorf("%v before the lease ended: %w", e.margin(), err)
+		return "", nil, fmt.Errorf("%v before the lease ended: %w", e.margin(), err)
 	}
-	return nil
+	return key, tl, nil
 }
 
 // checkLeaseTakeover: after the lease ends, a retry of the same message takes the
@@ -144,19 +152,11 @@ func checkBoundKeyNeverTakenOver(e *env) error {
 // lease of a pending claim: the claim can still be taken over when the original
 // lease ends.
 func checkLeaseNotExtendedByReplay(e *env) error {
-	key, lease := e.key(), e.lease()
-	start := time.Now()
-	if _, err := e.own("", key, msgA, lease); err != nil {
+	key, tl, err := e.retryBeforeLeaseEnds()
+	if err != nil {
 		return err
 	}
-	tl := e.since(start)
-	tl.to(lease - e.margin())
-	if _, err := e.wantSame("", key, msgA, pending); err != nil {
-		if tl.overran(lease) {
-			return stalled("the retry", lease)
-		}
-		return fmt.Errorf("%v before the lease ended: %w", e.margin(), err)
-	}
+	lease := e.lease()
 	tl.to(lease + e.margin())
 	if _, err := e.own("", key, msgA, lease); err != nil {
 		return fmt.Errorf("%v after the original lease ended (a retry must not extend it): %w", e.margin(), err)
