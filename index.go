@@ -14,9 +14,9 @@ import (
 // A scope partitions keys: the same key in two scopes is two unrelated claims. Scopes
 // are opaque strings chosen by the caller (by default the A2A tenant, possibly empty).
 // Keys are passed as they arrived and must satisfy [ValidateKey]; message ids, task ids
-// and scopes are opaque, and message and task ids must not be empty. An index returns
-// an error wrapping [ErrInvalidArgument] for input it cannot accept, before touching
-// its storage.
+// and scopes are opaque, and message ids must not be empty (a [Binding] may leave its
+// task id empty when it carries a Reply). An index returns an error wrapping
+// [ErrInvalidArgument] for input it cannot accept, before touching its storage.
 //
 // Every method honours ctx: when ctx is done before the operation took effect, it
 // returns an error (which should wrap ctx.Err(), so callers can tell a gone client from
