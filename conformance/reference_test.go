@@ -155,8 +155,8 @@ func (x *refIndex) Claim(ctx context.Context, scope, key, messageID string, leas
 }
 
 func checkBinding(b idempotency.Binding) error {
-	if b.TaskID == "" && b.Reply == nil {
-		return invalid("a Binding needs a TaskID or a Reply")
+	if b.TaskID == "" && len(b.Reply) == 0 {
+		return invalid("a Binding needs a TaskID or a non-empty Reply")
 	}
 	return nil
 }
