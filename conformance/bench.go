@@ -100,16 +100,22 @@ func benchDistinct(b *testing.B, ix idempotency.KeyIndex, bind bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
 }
 
-func benchHotKey(b *testing.B, ix idempotency.KeyIndex) {
-	ctx := b.Context()
+// benchBound claims a new key in the empty scope and binds it to benchTask.
+func benchBound(b *testing.B, ix idempotency.KeyIndex) string {
 	key := idempotency.NewKey()
-	c, err := ix.Claim(ctx, "", key, benchMessage, time.Minute)
+	c, err := ix.Claim(b.Context(), "", key, benchMessage, time.Minute)
 	if err != nil || c.Status != idempotency.Claimed {
 		b.Fatalf("Claim of a new key = %s, %v; want claimed", describe(c), err)
 	}
-	if err := ix.Bind(ctx, "", key, c.Token, idempotency.Binding{TaskID: benchTask}); err != nil {
+	if err := ix.Bind(b.Context(), "", key, c.Token, idempotency.Binding{TaskID: benchTask}); err != nil {
 		b.Fatalf("Bind: %v", err)
 	}
+	return key
+}
+
+func benchHotKey(b *testing.B, ix idempotency.KeyIndex) {
+	ctx := b.Context()
+	key := benchBound(b, ix)
 	failure := make(benchFailure, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -131,14 +137,7 @@ func benchLookup(b *testing.B, ix idempotency.KeyIndex) {
 	ctx := b.Context()
 	keys := make([]string, 1024)
 	for i := range keys {
-		keys[i] = idempotency.NewKey()
-		c, err := ix.Claim(ctx, "", keys[i], benchMessage, time.Minute)
-		if err != nil || c.Status != idempotency.Claimed {
-			b.Fatalf("Claim of a new key = %s, %v; want claimed", describe(c), err)
-		}
-		if err := ix.Bind(ctx, "", keys[i], c.Token, idempotency.Binding{TaskID: benchTask}); err != nil {
-			b.Fatalf("Bind: %v", err)
-		}
+		keys[i] = benchBound(b, ix)
 	}
 	var goroutines atomic.Uint64
 	failure := make(benchFailure, 1)
