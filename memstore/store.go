@@ -194,19 +194,11 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	case b.TaskID == "" && len(b.Reply) == 0:
 		return fmt.Errorf("memstore: bind: %w: empty binding", idempotency.ErrInvalidArgument)
 	}
-	var buf [keyBufLen]byte
-	k, err := appendMapKey(buf[:0], scope, key)
+	sh, e, err := s.lockKey(ctx, "bind", scope, key)
 	if err != nil {
-		return fmt.Errorf("memstore: bind: %w", err)
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: bind: %w", err)
-	}
-	h := maphash.Bytes(s.seed, k)
-	sh := s.shard(h)
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.get(h, k)
 	if e == nil || e.token != token || s.expired(e, s.clock()) {
 		return fmt.Errorf("memstore: bind: %w", idempotency.ErrNotOwner)
 	}
@@ -240,19 +232,11 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	if token == 0 {
 		return fmt.Errorf("memstore: release: %w: zero token", idempotency.ErrInvalidArgument)
 	}
-	var buf [keyBufLen]byte
-	k, err := appendMapKey(buf[:0], scope, key)
+	sh, e, err := s.lockKey(ctx, "release", scope, key)
 	if err != nil {
-		return fmt.Errorf("memstore: release: %w", err)
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: release: %w", err)
-	}
-	h := maphash.Bytes(s.seed, k)
-	sh := s.shard(h)
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.get(h, k)
 	switch {
 	case e == nil || s.expired(e, s.clock()):
 		return nil
@@ -269,19 +253,11 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 // Lookup implements [idempotency.KeyIndex.Lookup]. It takes the lock of the key's
 // shard only: lookups of other keys, and claims, proceed in parallel.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	var buf [keyBufLen]byte
-	k, err := appendMapKey(buf[:0], scope, key)
+	sh, e, err := s.lockKey(ctx, "lookup", scope, key)
 	if err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("memstore: lookup: %w", err)
+		return idempotency.Record{}, false, err
 	}
-	if err := ctx.Err(); err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("memstore: lookup: %w", err)
-	}
-	h := maphash.Bytes(s.seed, k)
-	sh := s.shard(h)
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.get(h, k)
 	if e == nil || s.expired(e, s.clock()) {
 		return idempotency.Record{}, false, nil
 	}
@@ -300,6 +276,24 @@ func (s *Store) Capacity(ctx context.Context, scope string) (idempotency.Capacit
 		c.Held = int(max(v.(*scopeCount).held.Load(), 0))
 	}
 	return c, nil
+}
+
+// lockKey checks the key, then ctx, locks the shard of (scope, key) and returns it
+// with the key's entry (nil when absent, expired or not). The caller unlocks sh.mu.
+// op names the operation in errors.
+func (s *Store) lockKey(ctx context.Context, op, scope, key string) (*shard, *entry, error) {
+	var buf [keyBufLen]byte
+	k, err := appendMapKey(buf[:0], scope, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	h := maphash.Bytes(s.seed, k)
+	sh := s.shard(h)
+	sh.mu.Lock()
+	return sh, sh.get(h, k), nil
 }
 
 // keyBufLen is the size of the stack buffer that holds a map key: enough for the
