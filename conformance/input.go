@@ -273,9 +273,9 @@ func checkInvalidBinding(e *env) error {
 	if err != nil {
 		return err
 	}
-	for _, b := range []idempotency.Binding{{}, {TaskID: ""}} {
+	for _, b := range []idempotency.Binding{{}, {Reply: []byte{}}} { // an empty Reply counts as none
 		err := e.ix.Bind(e.ctx, "", key, tok, b)
-		if err := wantErr("Bind of a Binding with neither task id nor reply", err, idempotency.ErrInvalidArgument); err != nil {
+		if err := wantErr("Bind of a Binding with neither task id nor (non-empty) reply", err, idempotency.ErrInvalidArgument); err != nil {
 			return err
 		}
 		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
