@@ -1,5 +1,8 @@
-// Package idempotency is the core of a kit that makes A2A SendMessage and
-// SendStreamingMessage idempotent in front of an existing Go A2A server.
+// Package idempotency lets Go A2A servers deduplicate retried SendMessage calls by an
+// idempotency key, so that an agent runs once per key and a retry gets the first attempt's task.
+//
+// It is the core of a kit that adds this to an existing server (the official a2a-go
+// SDK's, or any A2A server behind the kit's HTTP middleware) without changing it.
 //
 // A client that cannot tell whether its send reached the server (the connection
 // dropped after the request left) attaches an idempotency key to the message's own
