@@ -30,8 +30,8 @@ var extensionEntry, _ = json.Marshal(struct {
 // the extension listed in capabilities.extensions when the index can honour keys.
 //
 // The wrapped handler is asked for the whole card, by a GET without the request's
-// validators (If-None-Match, If-Modified-Since): they name the card it serves, not
-// the one served here. The middleware answers them itself. A card it changed gets
+// validators (If-None-Match, If-Modified-Since) and ranges: they name the card it
+// serves, not the one served here, which is always served whole. The middleware answers them itself. A card it changed gets
 // a strong ETag of its own bytes in place of the wrapped handler's, when that sent
 // one, and 304 only to an If-None-Match naming that ETag; a card it leaves alone
 // keeps the wrapped handler's validators, which it compares as the handler would.
@@ -42,8 +42,9 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	}
 	in := r.Clone(r.Context())
 	in.Method = http.MethodGet
-	in.Header.Del("If-None-Match")
-	in.Header.Del("If-Modified-Since")
+	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Range", "If-Range"} {
+		in.Header.Del(k)
+	}
 	bw := &bufferWriter{header: make(http.Header)}
 	h.next.ServeHTTP(bw, in)
 	body := bw.buf.Bytes()

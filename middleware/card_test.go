@@ -76,24 +76,6 @@ func TestAgentCardAdvertisesExtension(t *testing.T) {
 	}
 }
 
-// A card without capabilities.extensions (or without capabilities) gets them.
-func TestAgentCardCreatesExtensions(t *testing.T) {
-	raw := `{"name":"Bare","description":"no capabilities","version":"1","skills":[],"x-custom":{"keep":[1,2]}}`
-	h := newHarness(t, harnessConfig{card: staticCard(raw)})
-	_, body := fetchCard(t, h.hc, h.srv.URL)
-	var got map[string]any
-	if err := json.Unmarshal(body, &got); err != nil {
-		t.Fatal(err)
-	}
-	exts := got["capabilities"].(map[string]any)["extensions"].([]any)
-	if len(exts) != 1 || exts[0].(map[string]any)["uri"] != idempotency.ExtensionURI {
-		t.Fatalf("card %s", body)
-	}
-	if !reflect.DeepEqual(got["x-custom"], map[string]any{"keep": []any{1.0, 2.0}}) || got["name"] != "Bare" {
-		t.Fatalf("card %s lost fields", body)
-	}
-}
-
 func TestAgentCardLeftAlone(t *testing.T) {
 	own := testCard()
 	own.Capabilities.Extensions = append(own.Capabilities.Extensions,
@@ -412,6 +394,7 @@ func TestAgentCardConditionalRequests(t *testing.T) {
 		{"served ETag, weakly", http.Header{"If-None-Match": {`"x", W/` + etag}}, http.StatusNotModified},
 		{"served ETag and If-Modified-Since", http.Header{"If-None-Match": {etag}, "If-Modified-Since": {cardModified.Add(-time.Hour).Format(http.TimeFormat)}}, http.StatusNotModified},
 		{"any", http.Header{"If-None-Match": {"*"}}, http.StatusNotModified},
+		{"a range of the upstream's bytes", http.Header{"Range": {"bytes=0-9"}, "If-Range": {`"v1"`}}, http.StatusOK},
 	} {
 		for _, method := range []string{"GET", "HEAD"} {
 			resp, body := get(method, tc.header)
