@@ -50,7 +50,7 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	body := bw.buf.Bytes()
 	out := w.Header()
 	for k, v := range bw.header {
-		out[k] = v
+		out[http.CanonicalHeaderKey(k)] = v // found by Get and Set even when written as "ETag"
 	}
 	if bw.code() != http.StatusOK {
 		writeCard(w, r, bw.code(), body)

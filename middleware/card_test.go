@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -461,6 +462,19 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An ETag set in the header map under a name Get does not find is replaced too.
+func TestAgentCardRawETagHeader(t *testing.T) {
+	h := newHarness(t, harnessConfig{card: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["ETag"] = []string{`"v1"`}
+		w.Header()["Content-Type"] = []string{"application/json"}
+		io.WriteString(w, `{"name":"Raw"}`)
+	})})
+	resp, card := fetchCard(t, h.hc, h.srv.URL)
+	if etag := resp.Header.Values("ETag"); len(etag) != 1 || etag[0] == `"v1"` || !strings.Contains(string(card), idempotency.ExtensionURI) {
+		t.Fatalf("ETag %q for %s: want one, of the served card", etag, card)
 	}
 }
 
