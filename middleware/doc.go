@@ -121,16 +121,30 @@
 //
 // # Agent card
 //
-// A GET of /.well-known/agent-card.json (or of /.well-known/agent.json, where
-// servers of A2A v0.3 and before also serve it) is answered by the wrapped handler;
-// when the index can honour keys and the answer is a 200 JSON card, the middleware
-// adds {"uri": [idempotency.ExtensionURI], "description": …, "required": false} to
-// capabilities.extensions and keeps every other field. Both versions keep
-// extensions there, so a v0.3 card (with its top-level url), or a2av0's card that
-// joins both versions, gets it the same way. A card that already lists the URI is
-// served as it is. A signed card (non-empty "signatures") that does not list
-// it is served unchanged, since appending would break the signature, and the
-// middleware logs a warning once: declare the extension before signing.
+// A GET or HEAD of /.well-known/agent-card.json (or of /.well-known/agent.json,
+// where servers of A2A v0.3 and before also serve it) is answered by the wrapped
+// handler; when the index can honour keys and the answer is a 200 JSON card, the
+// middleware inserts {"uri": [idempotency.ExtensionURI], "description": …,
+// "required": false} at the end of capabilities.extensions (creating the member, or
+// capabilities, where missing) and copies every other byte of the card as the
+// handler wrote it: member order, formatting and unknown members stay, and the
+// entry is indented like its neighbours in a pretty-printed card. Members are found
+// as encoding/json finds them (names case-insensitive, the last duplicate wins), so
+// a Go client reads the entry. Both versions keep extensions there, so a v0.3 card
+// (with its top-level url), or a2av0's card that joins both versions, gets it the
+// same way. A card that already lists the URI is served as it is. A signed card
+// (non-empty "signatures") that does not list it is served unchanged, since
+// inserting would break the signature, and the middleware logs a warning once:
+// declare the extension before signing.
+//
+// The wrapped handler is asked for the card without the request's If-None-Match
+// and If-Modified-Since, and the middleware answers them: a card it changed gets a
+// strong ETag of the served bytes in place of the handler's (where the handler sent
+// one; none is added otherwise) and answers 304 only to that ETag, never to the
+// handler's validators; a card it left alone keeps the handler's validators, which
+// it compares as the handler would. Content-Length is the served card's;
+// Cache-Control and the other headers pass through. A HEAD is answered as the GET
+// would be, without the body.
 //
 // # Logs and metrics
 //

@@ -165,7 +165,7 @@ const (
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case r.Method == http.MethodGet && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
 		h.serveCard(w, r)
 		return
 	case r.Method != http.MethodPost:
