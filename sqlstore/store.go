@@ -325,24 +325,13 @@ func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found
 
 // exec runs a statement that changes rows, and returns how many it changed.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var n int64
-	err := sqlrun.RetryBusy(ctx, s.dialect == SQLite, func() error {
-		res, err := s.db.ExecContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
+	return sqlrun.Exec(ctx, s.db, s.dialect == SQLite, query, args...)
 }
 
 // queryRow runs a query and scans its first row into dest; it returns sql.ErrNoRows
 // when there is none.
 func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return sqlrun.RetryBusy(ctx, s.dialect == SQLite, func() error {
-		return s.db.QueryRowContext(ctx, query, args...).Scan(dest...)
-	})
+	return sqlrun.QueryRow(ctx, s.db, s.dialect == SQLite, query, args, dest...)
 }
 
 // args returns the statement arguments a, followed by the current time when the store

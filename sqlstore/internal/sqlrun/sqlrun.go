@@ -150,3 +150,59 @@ func ParseTable(s string) (schema, name string, err error) {
 	}
 	return "", parts[0], nil
 }
+
+// Exec runs a statement that changes rows, through RetryBusy, and returns how many
+// it changed.
+func Exec(ctx context.Context, db DB, sqlite bool, query string, args ...any) (int64, error) {
+	var n int64
+	err := RetryBusy(ctx, sqlite, func() error {
+		res, err := db.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// QueryRow runs a query through RetryBusy and scans its first row into dest; it
+// returns sql.ErrNoRows when there is none.
+func QueryRow(ctx context.Context, db DB, sqlite bool, query string, args []any, dest ...any) error {
+	return RetryBusy(ctx, sqlite, func() error {
+		return db.QueryRowContext(ctx, query, args...).Scan(dest...)
+	})
+}
+
+// Migrate runs the DDL statements stmts, safely from several processes at once: on
+// PostgreSQL in one transaction that first takes the transaction-scoped advisory lock
+// lockKey (CREATE … IF NOT EXISTS alone can fail when two sessions race on the
+// catalog); on SQLite each on its own, under SQLite's write lock. The error names the
+// step that failed ("migrate", "migrate: lock", …).
+func Migrate(ctx context.Context, db DB, sqlite bool, lockKey int64, stmts []string) (step string, err error) {
+	if sqlite {
+		for _, stmt := range stmts {
+			if _, err := Exec(ctx, db, true, stmt); err != nil {
+				return "migrate", err
+			}
+		}
+		return "", nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return "migrate: begin", err
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey); err != nil {
+		return "migrate: lock", err
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return "migrate", err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return "migrate: commit", err
+	}
+	return "", nil
+}

@@ -1,0 +1,88 @@
+// Package a2atasks is a SQL task store for a2a-go (github.com/a2aproject/a2a-go/v2):
+// an implementation of a2asrv/taskstore.Store on SQLite or PostgreSQL, meant to live
+// in the same database as the idempotency keys of [sqlstore], so that a retry after a
+// restart, or on another replica sharing the database, finds the task its key names.
+// It is a package of its own so that programs that only want keys do not import
+// a2a-go.
+//
+// # Use
+//
+// Open the database once (a *sql.DB or a *sqlx.DB, with the driver of your choice),
+// create the key store with [sqlstore.Options.TaskTable] naming the task table, the
+// task store with [Options.Keys], migrate both with [Store.Migrate], and give the task
+// store to a2asrv:
+//
+//	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable})
+//	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
+//	err = tasks.Migrate(ctx)
+//	handler := a2asrv.NewHandler(agent, a2asrv.WithTaskStore(tasks))
+//	// … and the idempotency middleware with keys as its KeyIndex.
+//
+// Run [Store.PurgeExpired] from a timer: one sweep over both tables.
+//
+// # Semantics
+//
+// The store does what a2a-go's own taskstore.InMemory does, and the package's tests run
+// the same cases on both and require the same answers, byte for byte: Create refuses an
+// existing id with taskstore.ErrTaskAlreadyExists; Update with a PrevVersion other
+// than taskstore.TaskVersionMissing succeeds only when the stored version is that one,
+// and otherwise fails with taskstore.ErrConcurrentModification, so concurrent updates
+// from one version, in any number of processes, have exactly one winner; Get and
+// Update see only the tasks of the caller's owner ([Options.Authenticator]); List
+// filters by owner, context id, state and status timestamp, orders by last update,
+// pages with a2a-go's page token format, and cuts histories and artifacts alike.
+// Tasks are stored as their JSON encoding, verbatim: a task read back encodes to the
+// same bytes. The tenant of the call (a2a.TenantFrom) is recorded beside the owner;
+// like a2a-go's store, this one does not filter by it.
+//
+// # Schema
+//
+// [Store.Migrate] creates one table (default [DefaultTable]) and two indexes:
+//
+//	id          TEXT (COLLATE "C" on PostgreSQL) PRIMARY KEY -- the task id
+//	context_id  TEXT NOT NULL   -- the task's context id (List filter)
+//	state       TEXT NOT NULL   -- the task's state, e.g. TASK_STATE_COMPLETED
+//	status_ns   BIGINT NULL     -- the status timestamp, ns since the Unix epoch
+//	owner       TEXT NOT NULL   -- the Authenticator's name at Create
+//	tenant      TEXT NOT NULL   -- the call's tenant at Create ("" when none)
+//	version     BIGINT NOT NULL -- 1 at Create, one more at every Update
+//	task        BYTEA / BLOB NOT NULL -- the task's JSON
+//	created_at, updated_at  TIMESTAMPTZ / INTEGER (µs) NOT NULL
+//	INDEX <table>_list_idx  ON (owner, updated_at DESC, id DESC)
+//	INDEX <table>_sweep_idx ON (updated_at) WHERE state is terminal
+//
+// There is no foreign key between the task table and the key table, in either
+// direction, and nothing cascades: a key outlives its task on purpose, so that a retry
+// of a send whose task was swept learns that the task is gone (TaskNotFound) instead
+// of running the agent again.
+//
+// # Statements
+//
+// Create is one INSERT … ON CONFLICT DO NOTHING; Update one UPDATE … RETURNING guarded
+// by the owner and the version (one SELECT more only when it changes nothing, to tell
+// a missing task from a lost race); Get one SELECT; List two (the page, the count).
+//
+// # Retention
+//
+// [Store.PurgeExpired] deletes terminal tasks older than the policy's
+// TerminalTaskRetention, then the keys older than max(key age, task retention) whose
+// task is no longer in the table: a key is never deleted while its task may still
+// exist. Set the key store's TTL ([sqlstore.Options.TTL]) to at least the task
+// retention, so that a key keeps deduplicating for as long as its task is kept.
+//
+// # Cluster mode
+//
+// a2a-go's cluster mode (a2asrv.WithClusterMode, experimental in v2.4.0) takes a
+// ClusterConfig of a TaskStore, a WorkQueue, a QueueManager and a ContextCodec. This
+// store is a TaskStore cluster mode can use: it requires optimistic concurrency on
+// PrevVersion across processes (a2a-go's task updater treats
+// ErrConcurrentModification as "another worker moved the task") and shared Get. The kit
+// gives nothing else: the work queue that hands executions to a worker, with leases
+// and retries (a2a-go ships an in-memory one and adapters around a pull or push
+// broker, workqueue.NewPullQueue and workqueue.NewPushQueue, but no durable broker);
+// an eventqueue.Manager whose queues reach every replica, so that a stream or a
+// blocking send on one replica sees the events of an execution on another (a2a-go ships
+// only an in-memory manager); a ContextCodec for the call context the queue carries; and
+// push-notification config storage. Without cluster mode, each replica runs its own
+// executions and the shared task store lets every replica read every task.
+package a2atasks
