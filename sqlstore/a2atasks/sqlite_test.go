@@ -28,3 +28,5 @@ func openSQLite(t testing.TB) testDB {
 func TestSQLiteBehaviour(t *testing.T) {
 	testBehaviour(t, behaviourStore(openSQLite), true)
 }
+
+func TestSQLiteServer(t *testing.T) { testServer(t, openSQLite) }
