@@ -48,7 +48,9 @@ func (a *echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 
 // userInterceptor names every caller "alice", as an authentication middleware would,
 // so that List (which refuses anonymous callers) has an owner.
-type userInterceptor struct{ a2asrv.PassthroughCallInterceptor }
+type userInterceptor struct {
+	a2asrv.PassthroughCallInterceptor
+}
 
 func (userInterceptor) Before(ctx context.Context, callCtx *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
 	callCtx.User = a2asrv.NewAuthenticatedUser("alice", nil)

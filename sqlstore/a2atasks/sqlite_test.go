@@ -30,3 +30,5 @@ func TestSQLiteBehaviour(t *testing.T) {
 }
 
 func TestSQLiteServer(t *testing.T) { testServer(t, openSQLite) }
+
+func TestSQLiteSweep(t *testing.T) { testSweep(t, openSQLite) }
