@@ -10,7 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"
+	"github.com/lib/pq"
 
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
@@ -89,4 +89,9 @@ func behaviourStore(open func(t testing.TB) testDB) newStoreFunc {
 
 func TestPostgresBehaviour(t *testing.T) {
 	testBehaviour(t, behaviourStore(openPostgres), true)
+}
+
+func TestPostgresStatementsPerKeyedSend(t *testing.T) {
+	d := openPostgres(t)
+	testStatementsPerKeyedSend(t, &pq.Driver{}, os.Getenv(postgresDSNVar), d.prefix)
 }

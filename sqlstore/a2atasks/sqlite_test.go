@@ -7,14 +7,19 @@ import (
 	"testing"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 )
+
+// sqliteDSN is the DSN sqlstore's documentation recommends.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+}
 
 // openSQLite returns a fresh SQLite file, opened with the DSN sqlstore's documentation
 // recommends.
 func openSQLite(t testing.TB) testDB {
 	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "a2a.db") + "?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+	dsn := sqliteDSN(filepath.Join(t.TempDir(), "a2a.db"))
 	return testDB{open: func() *sqlx.DB {
 		db, err := sqlx.Open("sqlite3", dsn)
 		if err != nil {
@@ -32,3 +37,9 @@ func TestSQLiteBehaviour(t *testing.T) {
 func TestSQLiteServer(t *testing.T) { testServer(t, openSQLite) }
 
 func TestSQLiteSweep(t *testing.T) { testSweep(t, openSQLite) }
+
+func init() { openSQLiteBench = openSQLite }
+
+func TestSQLiteStatementsPerKeyedSend(t *testing.T) {
+	testStatementsPerKeyedSend(t, &sqlite3.SQLiteDriver{}, sqliteDSN(filepath.Join(t.TempDir(), "a2a.db")), "")
+}
