@@ -42,6 +42,7 @@ func benchSends(b *testing.B, h http.Handler, keyed bool) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	var seq atomic.Int64
+	b.SetParallelism(4) // 8 sends in flight on 2 cores, as internal/benchmark
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -71,7 +72,7 @@ func BenchmarkSendMessage(b *testing.B) {
 		name string
 		open func(testing.TB) testDB
 	}
-	dbs := []setup{{"sqlite", openSQLiteBench}, {"postgres", openPostgres}}
+	dbs := []setup{{"sqlite", openSQLiteBench}, {"postgres", openPostgres}, {"pgx", openPgx}}
 	for _, keyed := range []bool{false, true} {
 		for _, s := range dbs {
 			if s.open == nil {

@@ -74,15 +74,24 @@
 //
 // a2a-go's cluster mode (a2asrv.WithClusterMode, experimental in v2.4.0) takes a
 // ClusterConfig of a TaskStore, a WorkQueue, a QueueManager and a ContextCodec. This
-// store is a TaskStore cluster mode can use: it requires optimistic concurrency on
-// PrevVersion across processes (a2a-go's task updater treats
-// ErrConcurrentModification as "another worker moved the task") and shared Get. The kit
-// gives nothing else: the work queue that hands executions to a worker, with leases
-// and retries (a2a-go ships an in-memory one and adapters around a pull or push
-// broker, workqueue.NewPullQueue and workqueue.NewPushQueue, but no durable broker);
-// an eventqueue.Manager whose queues reach every replica, so that a stream or a
-// blocking send on one replica sees the events of an execution on another (a2a-go ships
-// only an in-memory manager); a ContextCodec for the call context the queue carries; and
-// push-notification config storage. Without cluster mode, each replica runs its own
-// executions and the shared task store lets every replica read every task.
+// store is a TaskStore cluster mode can use: every replica reads every task, and
+// updates are guarded by PrevVersion across processes, which cluster mode relies on
+// (a2a-go's event processor treats ErrConcurrentModification as "another worker moved
+// the task": it reloads the task and stops unless the task is terminal). The kit gives
+// nothing else cluster mode needs:
+//
+//   - a durable work queue (workqueue.Queue) that hands each execution to one worker,
+//     with leases, heartbeats and retries: a2a-go ships an in-memory queue and
+//     adapters (workqueue.NewPullQueue, workqueue.NewPushQueue) around a broker the
+//     operator provides;
+//   - an eventqueue.Manager whose queues reach every replica, so that a stream or a
+//     blocking send on one replica sees the events of an execution on another: a2a-go
+//     ships an in-memory manager and eventqueue.NewPullQueueManager around a puller the
+//     operator provides;
+//   - a ContextCodec for the call context (user, tenant, service parameters) the
+//     queue carries to the worker, and push-notification config storage shared by
+//     the replicas.
+//
+// Without cluster mode, each replica runs the executions it receives, and the shared
+// task store lets every replica read every task.
 package a2atasks

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
@@ -30,12 +31,24 @@ type testDB struct {
 // it when the database cannot be reached.
 func openPostgres(t testing.TB) testDB {
 	t.Helper()
+	return openPostgresWith(t, "postgres")
+}
+
+// openPgx is openPostgres through the pgx stdlib driver, which caches prepared
+// statements.
+func openPgx(t testing.TB) testDB {
+	t.Helper()
+	return openPostgresWith(t, "pgx")
+}
+
+func openPostgresWith(t testing.TB, driver string) testDB {
+	t.Helper()
 	dsn := os.Getenv(postgresDSNVar)
 	if dsn == "" {
 		t.Skip("set " + postgresDSNVar + " (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests")
 	}
 	open := func() *sqlx.DB {
-		db, err := sqlx.Open("postgres", dsn)
+		db, err := sqlx.Open(driver, dsn)
 		if err != nil {
 			t.Fatalf("open postgres: %v", err)
 		}
