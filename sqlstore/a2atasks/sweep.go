@@ -69,29 +69,20 @@ func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPo
 func (s *Store) purgeTasks(ctx context.Context, keepMicros int64, policy idempotency.RetentionPolicy) (idempotency.PurgeReport, error) {
 	var r idempotency.PurgeReport
 	size := policy.EffectiveBatchSize()
-	for {
-		if err := ctx.Err(); err != nil {
-			return r, fmt.Errorf("a2atasks: purge: %w", err)
-		}
-		if policy.MaxBatches > 0 && r.Batches >= policy.MaxBatches {
+	var err error
+	var step string
+	r.TasksDeleted, r.Batches, r.Complete, step, err = sqlrun.Purge(ctx, size, policy.MaxBatches,
+		func() (int64, error) { return s.exec(ctx, s.q.purge, s.nowArg(), keepMicros, size) },
+		func() (bool, error) {
 			var left bool
-			if err := s.queryRow(ctx, s.q.purgeLeft, []any{s.nowArg(), keepMicros}, &left); err != nil {
-				return r, s.fail(ctx, "purge: count what is left", err)
-			}
-			r.Complete = !left
-			return r, nil
-		}
-		n, err := s.exec(ctx, s.q.purge, s.nowArg(), keepMicros, size)
-		if err != nil {
-			return r, s.fail(ctx, "purge", err)
-		}
-		if n > 0 {
-			r.Batches++
-			r.TasksDeleted += n
-		}
-		if n < int64(size) {
-			r.Complete = true
-			return r, nil
-		}
+			err := s.queryRow(ctx, s.q.purgeLeft, []any{s.nowArg(), keepMicros}, &left)
+			return left, err
+		})
+	switch {
+	case err == nil:
+		return r, nil
+	case step == "":
+		return r, fmt.Errorf("a2atasks: purge: %w", err)
 	}
+	return r, s.fail(ctx, step, err)
 }

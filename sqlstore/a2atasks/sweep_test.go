@@ -187,10 +187,16 @@ func testSweep(t *testing.T, open func(t testing.TB) testDB) {
 	if err != nil || r.TasksDeleted != 0 || r.KeysDeleted != 0 || !r.Complete {
 		t.Errorf("second sweep: %+v, %v; want nothing deleted, complete", r, err)
 	}
-	clock.Set(now.Add(100 * time.Hour)) // now everything terminal and every key is old
-	r, err = tasks.PurgeExpired(context.Background(), idempotency.RetentionPolicy{TerminalTaskRetention: 48 * time.Hour, BatchSize: 2, MaxBatches: 1})
-	if err != nil || r.TasksDeleted != 2 || r.Batches != 2 || r.Complete {
-		t.Errorf("a sweep of one batch a table: %+v, %v; want 2 tasks, 2 batches, incomplete", r, err)
+	clock.Set(now.Add(100 * time.Hour)) // now every terminal task is old
+	tasksOnly := idempotency.RetentionPolicy{KeyMaxAge: -1, TerminalTaskRetention: 48 * time.Hour, BatchSize: 2, MaxBatches: 1}
+	r, err = tasks.PurgeExpired(context.Background(), tasksOnly)
+	if err != nil || r.TasksDeleted != 2 || r.KeysDeleted != 0 || r.Batches != 1 || r.Complete {
+		t.Errorf("a sweep of one batch of tasks, keys disabled: %+v, %v; want 2 tasks, 1 batch, incomplete", r, err)
+	}
+	tasksOnly.BatchSize = 3 * perGroup // more than the terminal tasks left
+	r, err = tasks.PurgeExpired(context.Background(), tasksOnly)
+	if err != nil || r.TasksDeleted != 3*perGroup-2 || r.Batches != 1 || !r.Complete {
+		t.Errorf("a sweep of the remaining tasks in one batch: %+v, %v; want %d tasks, 1 batch, complete", r, err, 3*perGroup-2)
 	}
 }
 

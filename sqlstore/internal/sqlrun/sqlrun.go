@@ -206,3 +206,35 @@ func Migrate(ctx context.Context, db DB, sqlite bool, lockKey int64, stmts []str
 	}
 	return "", nil
 }
+
+// Purge runs a retention sweep of batches: batch deletes at most size rows and says
+// how many it deleted; left says whether a batch would delete anything. Purge runs
+// batches until one deletes fewer than size rows (complete), or maxBatches (when
+// positive) have run, and then asks left whether the sweep is complete. ctx is checked
+// between batches. It returns the rows deleted and the batches that deleted any; the
+// error names the step that failed ("purge", "purge: count what is left"), or is ctx's.
+func Purge(ctx context.Context, size, maxBatches int, batch func() (int64, error), left func() (bool, error)) (deleted int64, batches int, complete bool, step string, err error) {
+	for ran := 0; ; ran++ {
+		if err := ctx.Err(); err != nil {
+			return deleted, batches, false, "", err
+		}
+		if maxBatches > 0 && ran >= maxBatches {
+			more, err := left()
+			if err != nil {
+				return deleted, batches, false, "purge: count what is left", err
+			}
+			return deleted, batches, !more, "", nil
+		}
+		n, err := batch()
+		if err != nil {
+			return deleted, batches, false, "purge", err
+		}
+		if n > 0 {
+			batches++
+			deleted += n
+		}
+		if n < int64(size) {
+			return deleted, batches, true, "", nil
+		}
+	}
+}
