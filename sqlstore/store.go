@@ -41,6 +41,7 @@ type Options struct {
 	// same database, whose "id" column holds task ids (the table of
 	// github.com/a2akit/idempotency/sqlstore/a2atasks). [Store.PurgeExpired] then never
 	// deletes a key bound to a task id still in that table, whatever the key's age.
+	// The table must exist when PurgeExpired runs (a2atasks' Migrate creates both).
 	// Nothing else reads it, and the store never writes to it.
 	TaskTable string
 

@@ -50,19 +50,21 @@ func buildQueries(d sqlstore.Dialect, schema, name string) queries {
 	if schema != "" {
 		t = `"` + schema + `".` + t
 	}
-	var now, text, bigint, bytea, tstz, age, idType, timeType, blob string
+	var now, text, bigint, bytea, tstz, age, idType, timeType, blob, collateC string
 	switch d {
 	case sqlstore.PostgreSQL:
 		now = "COALESCE($%d::timestamptz, now())"
 		text, bigint, bytea, tstz = "::text", "::bigint", "::bytea", "::timestamptz"
 		age = "$2::bigint * interval '1 microsecond'"
 		idType, timeType, blob = `TEXT COLLATE "C"`, "TIMESTAMPTZ", "BYTEA"
+		// Task ids compare byte by byte, as a2a-go's store compares them.
+		collateC = ` COLLATE "C"`
 	case sqlstore.SQLite:
 		now = "COALESCE($%d, " + sqlrun.SQLiteNowMicros + ")"
 		age = "$2"
 		idType, timeType, blob = "TEXT", "INTEGER", "BLOB"
 	}
-	r := strings.NewReplacer("{t}", t, "{text}", text, "{bigint}", bigint, "{bytea}", bytea, "{tstz}", tstz)
+	r := strings.NewReplacer("{t}", t, "{text}", text, "{bigint}", bigint, "{bytea}", bytea, "{tstz}", tstz, "{C}", collateC)
 	q := func(tmpl string, nowParam int) string {
 		s := r.Replace(strings.ReplaceAll(tmpl, "{now}", fmt.Sprintf(now, nowParam)))
 		if d == sqlstore.SQLite {
@@ -88,7 +90,7 @@ RETURNING version`, 8)
 	AND ($4{bigint} IS NULL OR status_ns IS NULL OR status_ns >= $4{bigint})`
 	qs.list = q(`SELECT id, task, updated_at FROM {t}
 WHERE `+filters+`
-	AND ($5{tstz} IS NULL OR updated_at < $5{tstz} OR (updated_at = $5{tstz} AND id < $6{text}))
+	AND ($5{tstz} IS NULL OR updated_at < $5{tstz} OR (updated_at = $5{tstz} AND id < $6{text}{C}))
 ORDER BY updated_at DESC, id DESC
 LIMIT $7`, 0)
 	qs.count = q(`SELECT COUNT(*) FROM {t} WHERE `+filters, 0)

@@ -74,21 +74,18 @@ var _ taskstore.Store = (*Store)(nil)
 // from db with no explicit [Options.Dialect], a malformed table name, or [Options.Keys]
 // on another dialect or naming another task table is an error.
 func New(db sqlstore.DB, opts Options) (*Store, error) {
+	if sqlrun.IsNil(db) {
+		return nil, errors.New("a2atasks: nil database handle")
+	}
 	d := opts.Dialect
 	if d == sqlstore.DetectDialect {
 		var ok bool
 		if d, ok = sqlstore.DialectOf(db); !ok {
-			if sqlrun.IsNil(db) {
-				return nil, errors.New("a2atasks: nil database handle")
-			}
 			return nil, fmt.Errorf("a2atasks: cannot tell the SQL dialect of driver %q: set Options.Dialect", sqlrun.DriverName(db))
 		}
 	}
 	if d != sqlstore.SQLite && d != sqlstore.PostgreSQL {
 		return nil, fmt.Errorf("a2atasks: unknown %v", d)
-	}
-	if sqlrun.IsNil(db) {
-		return nil, errors.New("a2atasks: nil database handle")
 	}
 	table := opts.Table
 	if table == "" {
