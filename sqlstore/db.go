@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -13,7 +15,10 @@ import (
 // constructors keeps one way to build a Store; the dialect is still told from the
 // handle (see [DialectOf]).
 type DB interface {
-	sqlrun.DB
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
 // DialectOf returns the dialect [New] detects for db: from the driver name of a
