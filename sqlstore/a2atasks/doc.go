@@ -18,7 +18,11 @@
 //	handler := a2asrv.NewHandler(agent, a2asrv.WithTaskStore(tasks))
 //	// … and the idempotency middleware with keys as its KeyIndex.
 //
-// Run [Store.PurgeExpired] from a timer: one sweep over both tables.
+// Run [Store.PurgeExpired] from a timer: one sweep over both tables. To answer
+// retries from the store (adapter.NewTaskReader(tasks, …) as the middleware's Tasks),
+// give the TaskReader a User that reproduces the owner the server's authentication
+// sets: the default [Options.Authenticator] reads the owner from the a2asrv
+// CallContext, as a2a-go's own store does.
 //
 // # Semantics
 //
