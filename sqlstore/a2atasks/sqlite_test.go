@@ -43,3 +43,5 @@ func init() { openSQLiteBench = openSQLite }
 func TestSQLiteStatementsPerKeyedSend(t *testing.T) {
 	testStatementsPerKeyedSend(t, &sqlite3.SQLiteDriver{}, sqliteDSN(filepath.Join(t.TempDir(), "a2a.db")), "")
 }
+
+func TestSQLiteReplicaUpdates(t *testing.T) { testReplicaUpdates(t, openSQLite) }
