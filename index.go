@@ -206,9 +206,11 @@ type RetentionPolicy struct {
 	// KeyMaxAge is how old a key must be to be deleted; zero means
 	// [DefaultKeyMaxAge], and a negative value disables the key sweep.
 	KeyMaxAge time.Duration
-	// TerminalTaskRetention is how long the operator keeps finished tasks. A key is
-	// never deleted while the task it names may still exist (a retry would then run
-	// the agent a second time), so the effective key age is at least this.
+	// TerminalTaskRetention is how long the operator keeps finished tasks, counted
+	// from their last update. A key is never deleted while the task it names may still
+	// exist (a retry would then run the agent a second time), so the effective key age
+	// is at least this. A sweeper that also holds the tasks (sqlstore/a2atasks) deletes
+	// the terminal tasks older than this; zero there means tasks are kept.
 	TerminalTaskRetention time.Duration
 	// BatchSize is how many keys one batch deletes; zero or less means
 	// [DefaultPurgeBatchSize].
@@ -240,7 +242,10 @@ func (p RetentionPolicy) EffectiveBatchSize() int {
 // PurgeReport says what [Sweeper.PurgeExpired] did.
 type PurgeReport struct {
 	KeysDeleted int64
-	Batches     int
+	// TasksDeleted counts the terminal tasks deleted, by a sweeper that also holds
+	// the tasks; zero otherwise.
+	TasksDeleted int64
+	Batches      int
 	// Complete is false when MaxBatches (or ctx) stopped the sweep before it ran out of
 	// keys to delete.
 	Complete bool

@@ -3,17 +3,18 @@ package sqlstore
 import (
 	"fmt"
 	"hash/fnv"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
 )
 
 // Dialect selects the SQL a [Store] speaks.
 type Dialect int
 
 const (
-	// DetectDialect, the zero value, takes the dialect from the driver name of the
-	// *sqlx.DB: "sqlite3" is [SQLite]; "postgres", "pgx" and "pgx/v5" are [PostgreSQL].
+	// DetectDialect, the zero value, takes the dialect from the database handle: see
+	// [DialectOf].
 	DetectDialect Dialect = iota
 	// SQLite is SQLite 3.24 or later (UPSERT), as served by github.com/mattn/go-sqlite3.
 	SQLite
@@ -45,32 +46,14 @@ func dialectOf(driverName string) (Dialect, bool) {
 	return DetectDialect, false
 }
 
-// maxIdentifierLength bounds each part of a table name, so that the index name
-// derived from it fits PostgreSQL's 63-byte identifiers.
-const maxIdentifierLength = 48
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // tableName is a validated, optionally schema-qualified table name.
 type tableName struct {
 	schema, name string
 }
 
 func parseTableName(s string) (tableName, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) > 2 {
-		return tableName{}, fmt.Errorf("table name %q has more than one '.'", s)
-	}
-	for _, p := range parts {
-		if !identifier.MatchString(p) || len(p) > maxIdentifierLength {
-			return tableName{}, fmt.Errorf("table name %q: each part must be 1 to %d ASCII letters, digits and '_', not starting with a digit",
-				s, maxIdentifierLength)
-		}
-	}
-	if len(parts) == 2 {
-		return tableName{schema: parts[0], name: parts[1]}, nil
-	}
-	return tableName{name: parts[0]}, nil
+	schema, name, err := sqlrun.ParseTable(s)
+	return tableName{schema: schema, name: name}, err
 }
 
 // quoted returns the table name for SQL text, every part double-quoted (both dialects
@@ -116,7 +99,8 @@ type queries struct {
 	bind string
 	// release: $1 scope, $2 key, $3 token.
 	release string
-	// purge: $1 age (µs), $2 batch size [, $3 now].
+	// purge: $1 age (µs), $2 batch size [, $3 now]. With a task table, it keeps the
+	// keys bound to a task still in it.
 	purge string
 	// purgeLeft: $1 age (µs) [, $2 now]. Whether purge would delete anything.
 	purgeLeft string
@@ -124,7 +108,7 @@ type queries struct {
 	migrate []string
 }
 
-func buildQueries(d Dialect, t tableName, ttl time.Duration, goClock bool) queries {
+func buildQueries(d Dialect, t, tasks tableName, ttl time.Duration, goClock bool) queries {
 	ttlMicros := ttl.Microseconds()
 	var nowDB, param, bigint, bytea, text, ttlExpr, lease, age string
 	switch d {
@@ -136,9 +120,7 @@ func buildQueries(d Dialect, t tableName, ttl time.Duration, goClock bool) queri
 		lease = "$5::bigint * interval '1 microsecond'"
 		age = "$1::bigint * interval '1 microsecond'"
 	case SQLite:
-		// julianday('now') is fixed for the duration of one statement; it counts
-		// milliseconds, which ROUND recovers exactly from the double.
-		nowDB = "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER) * 1000)"
+		nowDB = sqlrun.SQLiteNowMicros
 		param = "$%d"
 		ttlExpr = fmt.Sprintf("%d", ttlMicros)
 		lease = "$5"
@@ -196,8 +178,13 @@ WHERE scope = $1 AND "key" = $2 AND token = $3{bigint} AND claimed_at > {now} - 
 	qs.release = q(`DELETE FROM {t}
 WHERE scope = $1 AND "key" = $2 AND token = $3{bigint} AND task_id IS NULL AND reply IS NULL`, 0)
 
-	const purgeable = `claimed_at <= {now} - {age}
+	purgeable := `claimed_at <= {now} - {age}
 		AND NOT (task_id IS NULL AND reply IS NULL AND lease_expires_at > {now})`
+	if tasks.name != "" {
+		// A key is never deleted while the task it names is still in the task table.
+		purgeable += `
+		AND (task_id IS NULL OR NOT EXISTS (SELECT 1 FROM ` + tasks.quoted() + ` tk WHERE tk.id = {t}.task_id))`
+	}
 	switch d {
 	case PostgreSQL:
 		// Rows are picked by ctid with SKIP LOCKED, so concurrent sweeps split the work

@@ -4,16 +4,20 @@
 // claims of one key resolve to exactly one winner across every process.
 //
 // The package imports no database driver. Open the database with the driver of your
-// choice, create the [Store] with [New], and create its table once with
-// [Store.Migrate]:
+// choice, as a *sql.DB or a *sqlx.DB (either satisfies [DB]), create the [Store] with
+// [New], and create its table once with [Store.Migrate]:
 //
 //	db, err := sqlx.Open("pgx", "postgres://app@db/app")        // or "postgres" (lib/pq)
 //	db, err := sqlx.Open("sqlite3", "file:keys.db?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16")
 //	store, err := sqlstore.New(db, sqlstore.Options{})
 //	err = store.Migrate(ctx)
 //
-// The dialect is taken from the driver name ("sqlite3" is SQLite; "postgres", "pgx"
-// and "pgx/v5" are PostgreSQL) or set with [Options.Dialect].
+// The dialect is taken from the handle (see [DialectOf]) or set with [Options.Dialect].
+//
+// The tasks of a2a-go servers can live in the same database: package
+// github.com/a2akit/idempotency/sqlstore/a2atasks is an a2a-go task store beside this
+// key table, with one retention sweep over both (set [Options.TaskTable]). It is a
+// package of its own, so that programs that only want keys do not import a2a-go.
 //
 // # Schema
 //
@@ -93,5 +97,8 @@
 // Keys past the store's time to live ([Options.TTL]) count as absent in every method
 // but stay in the table until [Store.PurgeExpired] deletes them, in short batches that
 // each lock only the rows they delete. Call it from a timer or a cron job; several
-// replicas may call it at once.
+// replicas may call it at once. With [Options.TaskTable] set, the sweep keeps every
+// key bound to a task still in that table, whatever its age, so that a key is never
+// deleted while its task exists; sqlstore/a2atasks runs the task sweep and then this
+// one.
 package sqlstore

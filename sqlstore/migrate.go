@@ -1,6 +1,10 @@
 package sqlstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
+)
 
 // Migrate creates the key table and its sweep index when they do not exist, and
 // changes nothing when they do. It is safe to run from several processes at once, as
@@ -11,29 +15,8 @@ import "context"
 // schema, if named, must exist. Migrate never adds a foreign key: see the package
 // documentation, "Schema".
 func (s *Store) Migrate(ctx context.Context) error {
-	if s.dialect == SQLite {
-		for _, stmt := range s.q.migrate {
-			if _, err := s.exec(ctx, stmt); err != nil {
-				return s.fail(ctx, "migrate", err)
-			}
-		}
-		return nil
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.fail(ctx, "migrate: begin", err)
-	}
-	defer tx.Rollback() // after Commit, a no-op
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", s.table.lockKey()); err != nil {
-		return s.fail(ctx, "migrate: lock", err)
-	}
-	for _, stmt := range s.q.migrate {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return s.fail(ctx, "migrate", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return s.fail(ctx, "migrate: commit", err)
+	if step, err := sqlrun.Migrate(ctx, s.db, s.dialect == SQLite, s.table.lockKey(), s.q.migrate); err != nil {
+		return s.fail(ctx, step, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
 )
 
 // PurgeExpired implements [idempotency.Sweeper]: it deletes the keys whose first claim
@@ -38,29 +39,20 @@ func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPo
 	}
 	ageMicros := min(age, s.ttl).Microseconds()
 	size := policy.EffectiveBatchSize()
-	for {
-		if err := ctx.Err(); err != nil {
-			return r, fmt.Errorf("sqlstore: purge: %w", err)
-		}
-		if policy.MaxBatches > 0 && r.Batches >= policy.MaxBatches {
+	var err error
+	var step string
+	r.KeysDeleted, r.Batches, r.Complete, step, err = sqlrun.Purge(ctx, size, policy.MaxBatches,
+		func() (int64, error) { return s.exec(ctx, s.q.purge, s.args(ageMicros, size)...) },
+		func() (bool, error) {
 			var left bool
-			if err := s.queryRow(ctx, s.q.purgeLeft, s.args(ageMicros), &left); err != nil {
-				return r, s.fail(ctx, "purge: count what is left", err)
-			}
-			r.Complete = !left
-			return r, nil
-		}
-		n, err := s.exec(ctx, s.q.purge, s.args(ageMicros, size)...)
-		if err != nil {
-			return r, s.fail(ctx, "purge", err)
-		}
-		if n > 0 {
-			r.Batches++
-			r.KeysDeleted += n
-		}
-		if n < int64(size) {
-			r.Complete = true
-			return r, nil
-		}
+			err := s.queryRow(ctx, s.q.purgeLeft, s.args(ageMicros), &left)
+			return left, err
+		})
+	switch {
+	case err == nil:
+		return r, nil
+	case step == "":
+		return r, fmt.Errorf("sqlstore: purge: %w", err)
 	}
+	return r, s.fail(ctx, step, err)
 }

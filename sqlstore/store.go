@@ -8,14 +8,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
 )
 
 // DefaultTable is the table a [Store] uses unless [Options.Table] names another.
@@ -29,14 +27,23 @@ type Options struct {
 	// included. The schema must exist; [Store.Migrate] creates only the table.
 	Table string
 
-	// Dialect is the SQL dialect; by default it is detected from the driver name of the
-	// *sqlx.DB. Set it when the driver is registered under another name.
+	// Dialect is the SQL dialect; by default it is detected from the driver name of a
+	// *sqlx.DB, or from the driver's package for a plain *sql.DB. Set it when the
+	// driver is registered under another name, or when a *sql.DB's driver is another.
 	Dialect Dialect
 
 	// TTL is a key's time to live, counted from its first claim; default
 	// [idempotency.DefaultKeyMaxAge] (24 hours). A key past it counts as absent, and the
 	// next claim replaces it. It must be at least a microsecond.
 	TTL time.Duration
+
+	// TaskTable, when set, names the table of the tasks the keys are bound to, in the
+	// same database, whose "id" column holds task ids (the table of
+	// github.com/a2akit/idempotency/sqlstore/a2atasks). [Store.PurgeExpired] then never
+	// deletes a key bound to a task id still in that table, whatever the key's age.
+	// The table must exist when PurgeExpired runs (a2atasks' Migrate creates both).
+	// Nothing else reads it, and the store never writes to it.
+	TaskTable string
 
 	// Now, when set, is the clock of every time the store writes or compares, passed to
 	// the database as statement parameters. When nil, the database's clock is used
@@ -54,12 +61,13 @@ type Options struct {
 // [idempotency.ErrInvalidArgument] before any statement runs. Replies are stored as
 // bytes, verbatim.
 type Store struct {
-	db      *sqlx.DB
-	dialect Dialect
-	table   tableName
-	ttl     time.Duration
-	now     func() time.Time
-	q       queries
+	db        DB
+	dialect   Dialect
+	table     tableName
+	taskTable tableName
+	ttl       time.Duration
+	now       func() time.Time
+	q         queries
 }
 
 var (
@@ -67,24 +75,15 @@ var (
 	_ idempotency.Sweeper  = (*Store)(nil)
 )
 
-// New returns a Store on db, which must stay open while the Store is used. It checks
-// opts and builds the store's SQL, but does not touch the database: call
-// [Store.Migrate] to create the table. An unknown driver name with no explicit
-// [Options.Dialect], a malformed table name, or a TTL below a microsecond is an error.
-func New(db *sqlx.DB, opts Options) (*Store, error) {
-	if db == nil {
-		return nil, errors.New("sqlstore: nil *sqlx.DB")
-	}
-	d := opts.Dialect
-	switch d {
-	case DetectDialect:
-		var ok bool
-		if d, ok = dialectOf(db.DriverName()); !ok {
-			return nil, fmt.Errorf("sqlstore: cannot tell the SQL dialect of driver %q: set Options.Dialect", db.DriverName())
-		}
-	case SQLite, PostgreSQL:
-	default:
-		return nil, fmt.Errorf("sqlstore: unknown %v", d)
+// New returns a Store on db (a *sql.DB or a *sqlx.DB), which must stay open while the
+// Store is used. It checks opts and builds the store's SQL, but does not touch the
+// database: call [Store.Migrate] to create the table. A dialect that cannot be told
+// from db with no explicit [Options.Dialect], a malformed table name, or a TTL below a
+// microsecond is an error.
+func New(db DB, opts Options) (*Store, error) {
+	d, err := resolveDialect(db, opts.Dialect)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
 	name := opts.Table
 	if name == "" {
@@ -94,6 +93,12 @@ func New(db *sqlx.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
+	var taskTable tableName
+	if opts.TaskTable != "" {
+		if taskTable, err = parseTableName(opts.TaskTable); err != nil {
+			return nil, fmt.Errorf("sqlstore: task %w", err)
+		}
+	}
 	ttl := opts.TTL
 	switch {
 	case ttl == 0:
@@ -102,12 +107,13 @@ func New(db *sqlx.DB, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: TTL %v is below a microsecond", ttl)
 	}
 	return &Store{
-		db:      db,
-		dialect: d,
-		table:   table,
-		ttl:     ttl,
-		now:     opts.Now,
-		q:       buildQueries(d, table, ttl, opts.Now != nil),
+		db:        db,
+		dialect:   d,
+		table:     table,
+		taskTable: taskTable,
+		ttl:       ttl,
+		now:       opts.Now,
+		q:         buildQueries(d, table, taskTable, ttl, opts.Now != nil),
 	}, nil
 }
 
@@ -116,6 +122,14 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 
 // Table returns the name of the key table, as configured.
 func (s *Store) Table() string { return s.table.String() }
+
+// TaskTable returns [Options.TaskTable], as configured.
+func (s *Store) TaskTable() string {
+	if s.taskTable.name == "" {
+		return ""
+	}
+	return s.taskTable.String()
+}
 
 // maxClaimAttempts bounds how often Claim retries when the key changed between its
 // statements (released, expired or abandoned just then).
@@ -312,58 +326,13 @@ func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found
 
 // exec runs a statement that changes rows, and returns how many it changed.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var n int64
-	err := s.retryBusy(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
+	return sqlrun.Exec(ctx, s.db, s.dialect == SQLite, query, args...)
 }
 
 // queryRow runs a query and scans its first row into dest; it returns sql.ErrNoRows
 // when there is none.
 func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return s.retryBusy(ctx, func() error {
-		return s.db.QueryRowContext(ctx, query, args...).Scan(dest...)
-	})
-}
-
-// maxBusyWait bounds how long the store retries a statement that found a SQLite
-// database locked, when ctx does not end first.
-const maxBusyWait = 5 * time.Second
-
-// retryBusy runs f, and on SQLite runs it again while it fails because the database is
-// locked (SQLITE_BUSY), after short, growing, jittered pauses, until ctx ends or
-// maxBusyWait has passed. A statement that failed with SQLITE_BUSY changed nothing,
-// so running it again is safe. SQLite's own busy wait (the DSN's _busy_timeout) does
-// not observe ctx: this loop is what lets a deadline end the wait.
-func (s *Store) retryBusy(ctx context.Context, f func() error) error {
-	err := f()
-	if s.dialect != SQLite || !isBusy(err) {
-		return err
-	}
-	give := time.Now().Add(maxBusyWait)
-	for pause := time.Millisecond; isBusy(err) && time.Now().Before(give); pause = min(2*pause, 32*time.Millisecond) {
-		t := time.NewTimer(pause/2 + mrand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		err = f()
-	}
-	return err
-}
-
-// isBusy reports whether err is SQLite's SQLITE_BUSY, without importing a driver: the
-// message of that code is "database is locked" in every Go SQLite driver.
-func isBusy(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "database is locked")
+	return sqlrun.QueryRow(ctx, s.db, s.dialect == SQLite, query, args, dest...)
 }
 
 // args returns the statement arguments a, followed by the current time when the store
@@ -379,14 +348,9 @@ func (s *Store) args(a ...any) []any {
 	return append(a, now.UTC())
 }
 
-// fail wraps a database error with the operation, and with ctx's error when ctx ended
-// (drivers report a cancelled statement in their own words), so that errors.Is finds
-// context.DeadlineExceeded or context.Canceled.
+// fail wraps a database error with the operation; see [sqlrun.Fail].
 func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("sqlstore: %s: %w (%w)", op, err, cerr)
-	}
-	return fmt.Errorf("sqlstore: %s: %w", op, err)
+	return sqlrun.Fail(ctx, "sqlstore", op, err)
 }
 
 // MaxScopeLength bounds the length of a scope, in bytes, so that the primary key of
@@ -444,16 +408,4 @@ func newToken() idempotency.Token {
 
 // timeValue scans a stored time: a time.Time (PostgreSQL) or microseconds since the
 // Unix epoch (SQLite).
-type timeValue struct{ time.Time }
-
-func (v *timeValue) Scan(src any) error {
-	switch x := src.(type) {
-	case time.Time:
-		v.Time = x.UTC()
-	case int64:
-		v.Time = time.UnixMicro(x).UTC()
-	default:
-		return fmt.Errorf("sqlstore: cannot scan %T into a time", src)
-	}
-	return nil
-}
+type timeValue = sqlrun.Time

@@ -1,0 +1,101 @@
+// Package a2atasks is a SQL task store for a2a-go (github.com/a2aproject/a2a-go/v2):
+// an implementation of a2asrv/taskstore.Store on SQLite or PostgreSQL, meant to live
+// in the same database as the idempotency keys of [sqlstore], so that a retry after a
+// restart, or on another replica sharing the database, finds the task its key names.
+// It is a package of its own so that programs that only want keys do not import
+// a2a-go.
+//
+// # Use
+//
+// Open the database once (a *sql.DB or a *sqlx.DB, with the driver of your choice),
+// create the key store with [sqlstore.Options.TaskTable] naming the task table, the
+// task store with [Options.Keys], migrate both with [Store.Migrate], and give the task
+// store to a2asrv:
+//
+//	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable})
+//	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
+//	err = tasks.Migrate(ctx)
+//	handler := a2asrv.NewHandler(agent, a2asrv.WithTaskStore(tasks))
+//	// … and the idempotency middleware with keys as its KeyIndex.
+//
+// Run [Store.PurgeExpired] from a timer: one sweep over both tables. To answer
+// retries from the store (adapter.NewTaskReader(tasks, …) as the middleware's Tasks),
+// give the TaskReader a User that reproduces the owner the server's authentication
+// sets: the default [Options.Authenticator] reads the owner from the a2asrv
+// CallContext, as a2a-go's own store does.
+//
+// # Semantics
+//
+// The store does what a2a-go's own taskstore.InMemory does, and the package's tests run
+// the same cases on both and require the same answers, byte for byte: Create refuses an
+// existing id with taskstore.ErrTaskAlreadyExists; Update with a PrevVersion other
+// than taskstore.TaskVersionMissing succeeds only when the stored version is that one,
+// and otherwise fails with taskstore.ErrConcurrentModification, so concurrent updates
+// from one version, in any number of processes, have exactly one winner; Get and
+// Update see only the tasks of the caller's owner ([Options.Authenticator]); List
+// filters by owner, context id, state and status timestamp, orders by last update,
+// pages with a2a-go's page token format, and cuts histories and artifacts alike.
+// Tasks are stored as their JSON encoding, verbatim: a task read back encodes to the
+// same bytes. The tenant of the call (a2a.TenantFrom) is recorded beside the owner;
+// like a2a-go's store, this one does not filter by it.
+//
+// # Schema
+//
+// [Store.Migrate] creates one table (default [DefaultTable]) and two indexes:
+//
+//	id          TEXT (COLLATE "C" on PostgreSQL) PRIMARY KEY -- the task id
+//	context_id  TEXT NOT NULL   -- the task's context id (List filter)
+//	state       TEXT NOT NULL   -- the task's state, e.g. TASK_STATE_COMPLETED
+//	status_ns   BIGINT NULL     -- the status timestamp, ns since the Unix epoch
+//	owner       TEXT NOT NULL   -- the Authenticator's name at Create
+//	tenant      TEXT NOT NULL   -- the call's tenant at Create ("" when none)
+//	version     BIGINT NOT NULL -- 1 at Create, one more at every Update
+//	task        BYTEA / BLOB NOT NULL -- the task's JSON
+//	created_at, updated_at  TIMESTAMPTZ / INTEGER (µs) NOT NULL
+//	INDEX <table>_list_idx  ON (owner, updated_at DESC, id DESC)
+//	INDEX <table>_sweep_idx ON (updated_at) WHERE state is terminal
+//
+// There is no foreign key between the task table and the key table, in either
+// direction, and nothing cascades: a key outlives its task on purpose, so that a retry
+// of a send whose task was swept learns that the task is gone (TaskNotFound) instead
+// of running the agent again.
+//
+// # Statements
+//
+// Create is one INSERT … ON CONFLICT DO NOTHING; Update one UPDATE … RETURNING guarded
+// by the owner and the version (one SELECT more only when it changes nothing, to tell
+// a missing task from a lost race); Get one SELECT; List two (the page, the count).
+//
+// # Retention
+//
+// [Store.PurgeExpired] deletes terminal tasks older than the policy's
+// TerminalTaskRetention, then the keys older than max(key age, task retention) whose
+// task is no longer in the table: a key is never deleted while its task may still
+// exist. Set the key store's TTL ([sqlstore.Options.TTL]) to at least the task
+// retention, so that a key keeps deduplicating for as long as its task is kept.
+//
+// # Cluster mode
+//
+// a2a-go's cluster mode (a2asrv.WithClusterMode, experimental in v2.4.0) takes a
+// ClusterConfig of a TaskStore, a WorkQueue, a QueueManager and a ContextCodec. This
+// store is a TaskStore cluster mode can use: every replica reads every task, and
+// updates are guarded by PrevVersion across processes, which cluster mode relies on
+// (a2a-go's event processor treats ErrConcurrentModification as "another worker moved
+// the task": it reloads the task and stops unless the task is terminal). The kit gives
+// nothing else cluster mode needs:
+//
+//   - a durable work queue (workqueue.Queue) that hands each execution to one worker,
+//     with leases, heartbeats and retries: a2a-go ships an in-memory queue and
+//     adapters (workqueue.NewPullQueue, workqueue.NewPushQueue) around a broker the
+//     operator provides;
+//   - an eventqueue.Manager whose queues reach every replica, so that a stream or a
+//     blocking send on one replica sees the events of an execution on another: a2a-go
+//     ships an in-memory manager and eventqueue.NewPullQueueManager around a puller the
+//     operator provides;
+//   - a ContextCodec for the call context (user, tenant, service parameters) the
+//     queue carries to the worker, and push-notification config storage shared by
+//     the replicas.
+//
+// Without cluster mode, each replica runs the executions it receives, and the shared
+// task store lets every replica read every task.
+package a2atasks

@@ -1,0 +1,47 @@
+//go:build cgo
+
+package a2atasks_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/mattn/go-sqlite3"
+)
+
+// sqliteDSN is the DSN sqlstore's documentation recommends.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+}
+
+// openSQLite returns a fresh SQLite file, opened with the DSN sqlstore's documentation
+// recommends.
+func openSQLite(t testing.TB) testDB {
+	t.Helper()
+	dsn := sqliteDSN(filepath.Join(t.TempDir(), "a2a.db"))
+	return testDB{open: func() *sqlx.DB {
+		db, err := sqlx.Open("sqlite3", dsn)
+		if err != nil {
+			t.Fatalf("open sqlite: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}}
+}
+
+func TestSQLiteBehaviour(t *testing.T) {
+	testBehaviour(t, behaviourStore(openSQLite), true)
+}
+
+func TestSQLiteServer(t *testing.T) { testServer(t, openSQLite) }
+
+func TestSQLiteSweep(t *testing.T) { testSweep(t, openSQLite) }
+
+func init() { openSQLiteBench = openSQLite }
+
+func TestSQLiteStatementsPerKeyedSend(t *testing.T) {
+	testStatementsPerKeyedSend(t, &sqlite3.SQLiteDriver{}, sqliteDSN(filepath.Join(t.TempDir(), "a2a.db")), "")
+}
+
+func TestSQLiteReplicaUpdates(t *testing.T) { testReplicaUpdates(t, openSQLite) }

@@ -1,0 +1,401 @@
+package a2atasks
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/a2akit/idempotency/sqlstore"
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
+)
+
+// DefaultTable is the table a [Store] uses unless [Options.Table] names another.
+const DefaultTable = "a2a_tasks"
+
+// Options configure a [Store]. The zero value works: every field has a default.
+type Options struct {
+	// Table is the task table, optionally schema-qualified, with the rules of
+	// [sqlstore.Options.Table]; default [DefaultTable].
+	Table string
+
+	// Dialect is the SQL dialect; by default it is told from the database handle, as
+	// [sqlstore.DialectOf] does.
+	Dialect sqlstore.Dialect
+
+	// Authenticator names the owner of the task a call is about, as in a2a-go's
+	// taskstore.InMemoryStoreConfig: Create records it, and Update, Get and List see
+	// only the tasks of the caller's owner. Default a2asrv.NewTaskStoreAuthenticator(),
+	// the authenticator a2asrv.NewHandler gives its own in-memory store (the user of
+	// the call's a2asrv.CallContext).
+	Authenticator taskstore.Authenticator
+
+	// Keys, when set, is the key index in the same database whose keys name this
+	// store's tasks. It must have been created with sqlstore.Options.TaskTable set to
+	// this store's table. [Store.Migrate] then creates the key table too, and
+	// [Store.PurgeExpired] sweeps the keys after the tasks.
+	Keys *sqlstore.Store
+
+	// Now, when set, is the clock of every time the store writes or compares (update
+	// times, sweep cutoffs). When nil, the database's clock is read inside each
+	// statement, as in the key store (see sqlstore's package documentation, "Clocks").
+	Now func() time.Time
+}
+
+// Store is an a2a-go [taskstore.Store] on a SQL table, and an [idempotency.Sweeper]
+// of its terminal tasks (and of the keys of [Options.Keys]). Create it with [New]; it
+// is safe for concurrent use, and any number of Stores, in one process or many, may
+// share one table.
+//
+// [idempotency.Sweeper]: https://pkg.go.dev/github.com/a2akit/idempotency#Sweeper
+type Store struct {
+	db      sqlstore.DB
+	dialect sqlstore.Dialect
+	table   string
+	auth    taskstore.Authenticator
+	keys    *sqlstore.Store
+	now     func() time.Time
+	q       queries
+}
+
+var _ taskstore.Store = (*Store)(nil)
+
+// New returns a Store on db (a *sql.DB or a *sqlx.DB), which must stay open while the
+// Store is used. It checks opts and builds the store's SQL, but does not touch the
+// database: call [Store.Migrate] to create the table. A dialect that cannot be told
+// from db with no explicit [Options.Dialect], a malformed table name, or [Options.Keys]
+// on another dialect or naming another task table is an error.
+func New(db sqlstore.DB, opts Options) (*Store, error) {
+	if sqlrun.IsNil(db) {
+		return nil, errors.New("a2atasks: nil database handle")
+	}
+	d := opts.Dialect
+	if d == sqlstore.DetectDialect {
+		var ok bool
+		if d, ok = sqlstore.DialectOf(db); !ok {
+			return nil, fmt.Errorf("a2atasks: cannot tell the SQL dialect of driver %q: set Options.Dialect", sqlrun.DriverName(db))
+		}
+	}
+	if d != sqlstore.SQLite && d != sqlstore.PostgreSQL {
+		return nil, fmt.Errorf("a2atasks: unknown %v", d)
+	}
+	table := opts.Table
+	if table == "" {
+		table = DefaultTable
+	}
+	schema, name, err := sqlrun.ParseTable(table)
+	if err != nil {
+		return nil, fmt.Errorf("a2atasks: %w", err)
+	}
+	if k := opts.Keys; k != nil {
+		if k.Dialect() != d {
+			return nil, fmt.Errorf("a2atasks: Options.Keys speaks %v, this store %v", k.Dialect(), d)
+		}
+		if k.TaskTable() != table {
+			return nil, fmt.Errorf("a2atasks: Options.Keys must be created with sqlstore.Options{TaskTable: %q}, so that its sweep keeps the keys of tasks still here (it has %q)", table, k.TaskTable())
+		}
+	}
+	auth := opts.Authenticator
+	if auth == nil {
+		auth = a2asrv.NewTaskStoreAuthenticator()
+	}
+	return &Store{
+		db: db, dialect: d, table: table, auth: auth, keys: opts.Keys, now: opts.Now,
+		q: buildQueries(d, schema, name),
+	}, nil
+}
+
+// Table returns the name of the task table, as configured.
+func (s *Store) Table() string { return s.table }
+
+// Create implements [taskstore.Store.Create] with one INSERT … ON CONFLICT DO NOTHING.
+// The task is stored as its JSON encoding, verbatim, with its owner (from
+// [Options.Authenticator]) and the call's tenant (a2a.TenantFrom); the first version
+// is 1. A task id already stored is [taskstore.ErrTaskAlreadyExists]; a task whose
+// metadata a2a-go's own store refuses is refused alike.
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
+	if task == nil {
+		return taskstore.TaskVersionMissing, errors.New("a2atasks: create: nil task")
+	}
+	if err := validateTask(task); err != nil {
+		return taskstore.TaskVersionMissing, err
+	}
+	owner, err := s.auth(ctx)
+	if err != nil {
+		return taskstore.TaskVersionMissing, fmt.Errorf("taskstore auth failed: %w", err)
+	}
+	body, err := json.Marshal(task)
+	if err != nil {
+		return taskstore.TaskVersionMissing, fmt.Errorf("a2atasks: create: encode task: %w", err)
+	}
+	tenant, _ := a2a.TenantFrom(ctx)
+	n, err := s.exec(ctx, s.q.create, string(task.ID), task.ContextID, string(task.Status.State),
+		statusNanos(task), owner, tenant, body, s.nowArg())
+	switch {
+	case err != nil:
+		return taskstore.TaskVersionMissing, s.fail(ctx, "create", err)
+	case n == 0:
+		return taskstore.TaskVersionMissing, taskstore.ErrTaskAlreadyExists
+	}
+	return 1, nil
+}
+
+// Update implements [taskstore.Store.Update] with one UPDATE … RETURNING, guarded by
+// the owner and, unless req.PrevVersion is [taskstore.TaskVersionMissing], by the
+// stored version: concurrent updates from the same version, in any number of
+// processes, have exactly one winner, and the others get
+// [taskstore.ErrConcurrentModification]. When it changes nothing, one SELECT tells why:
+// no task of that id, or one of another owner, is [a2a.ErrTaskNotFound]. The owner
+// and the tenant recorded by Create are kept.
+func (s *Store) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	if req == nil || req.Task == nil {
+		return taskstore.TaskVersionMissing, errors.New("a2atasks: update: no task")
+	}
+	if err := validateTask(req.Task); err != nil {
+		return taskstore.TaskVersionMissing, err
+	}
+	owner, err := s.auth(ctx)
+	if err != nil {
+		return taskstore.TaskVersionMissing, fmt.Errorf("taskstore auth failed: %w", err)
+	}
+	body, err := json.Marshal(req.Task)
+	if err != nil {
+		return taskstore.TaskVersionMissing, fmt.Errorf("a2atasks: update: encode task: %w", err)
+	}
+	task := req.Task
+	var version int64
+	err = s.queryRow(ctx, s.q.update, []any{string(task.ID), task.ContextID, string(task.Status.State),
+		statusNanos(task), body, owner, int64(req.PrevVersion), s.nowArg()}, &version)
+	if err == nil {
+		return taskstore.TaskVersion(version), nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return taskstore.TaskVersionMissing, s.fail(ctx, "update", err)
+	}
+	var storedOwner string
+	switch err := s.queryRow(ctx, s.q.version, []any{string(task.ID)}, &storedOwner, &version); {
+	case errors.Is(err, sql.ErrNoRows):
+		return taskstore.TaskVersionMissing, a2a.ErrTaskNotFound
+	case err != nil:
+		return taskstore.TaskVersionMissing, s.fail(ctx, "update: read version", err)
+	case storedOwner != owner:
+		return taskstore.TaskVersionMissing, a2a.ErrTaskNotFound
+	}
+	return taskstore.TaskVersionMissing, taskstore.ErrConcurrentModification
+}
+
+// Get implements [taskstore.Store.Get] with one SELECT. A task of another owner is
+// [a2a.ErrTaskNotFound], as in a2a-go's own store (A2A §3.3.2). The task is decoded
+// from the stored JSON: encoding it again gives the bytes Create or Update stored.
+func (s *Store) Get(ctx context.Context, taskID a2a.TaskID) (*taskstore.StoredTask, error) {
+	var (
+		body    []byte
+		version int64
+		owner   string
+	)
+	switch err := s.queryRow(ctx, s.q.get, []any{string(taskID)}, &body, &version, &owner); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, a2a.ErrTaskNotFound
+	case err != nil:
+		return nil, s.fail(ctx, "get", err)
+	}
+	caller, err := s.auth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore auth failed: %w", err)
+	}
+	if caller != owner {
+		return nil, a2a.ErrTaskNotFound
+	}
+	task, err := decodeTask(body)
+	if err != nil {
+		return nil, err
+	}
+	return &taskstore.StoredTask{Task: task, Version: taskstore.TaskVersion(version), User: owner}, nil
+}
+
+// List implements [taskstore.Store.List] as a2a-go's in-memory store does: the
+// caller's tasks (a caller without a name is [a2a.ErrUnauthenticated]), filtered by
+// context id, state and status timestamp (a task without one passes that filter),
+// newest update first (ties by descending id), pages of req.PageSize (default 50, 1
+// to 100) with an opaque page token, histories cut to req.HistoryLength (default
+// 100) and artifacts only on request. TotalSize counts every task the filters admit.
+// Two statements: the page and the count. The tenant is recorded but, as in a2a-go's
+// store, does not filter.
+func (s *Store) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	const defaultPageSize, maxPageSize = 50, 100
+	owner, err := s.auth(ctx)
+	if owner == "" || err != nil {
+		return nil, a2a.ErrUnauthenticated
+	}
+	pageSize := req.PageSize
+	if pageSize == 0 {
+		pageSize = defaultPageSize
+	} else if pageSize < 1 || pageSize > maxPageSize {
+		return nil, fmt.Errorf("page size must be between 1 and 100 inclusive, got %d: %w", pageSize, a2a.ErrInvalidRequest)
+	}
+	var after any
+	if req.StatusTimestampAfter != nil {
+		after = nanos(*req.StatusTimestampAfter)
+	}
+	filters := []any{owner, req.ContextID, string(req.Status), after}
+	var cursorTime any
+	var cursorID string
+	if req.PageToken != "" {
+		t, id, err := decodePageToken(req.PageToken)
+		if err != nil {
+			return nil, err
+		}
+		cursorTime, cursorID = s.timeArg(t), string(id)
+	}
+
+	type row struct {
+		body    []byte
+		id      string
+		updated sqlrun.Time
+	}
+	var rows []row
+	err = sqlrun.RetryBusy(ctx, s.dialect == sqlstore.SQLite, func() error {
+		rows = rows[:0]
+		rs, err := s.db.QueryContext(ctx, s.q.list, append(filters, cursorTime, cursorID, pageSize+1)...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var r row
+			if err := rs.Scan(&r.id, &r.body, &r.updated); err != nil {
+				return err
+			}
+			rows = append(rows, r)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "list", err)
+	}
+	var total int
+	if err := s.queryRow(ctx, s.q.count, filters, &total); err != nil {
+		return nil, s.fail(ctx, "list: count", err)
+	}
+	var next string
+	if len(rows) > pageSize {
+		rows = rows[:pageSize]
+		last := rows[pageSize-1]
+		next = encodePageToken(last.updated.Time, a2a.TaskID(last.id))
+	}
+	historyLength := 100
+	if req.HistoryLength != nil {
+		historyLength = *req.HistoryLength
+	}
+	var tasks []*a2a.Task
+	for _, r := range rows {
+		task, err := decodeTask(r.body)
+		if err != nil {
+			return nil, err
+		}
+		if historyLength == 0 {
+			task.History = []*a2a.Message{}
+		} else if historyLength > 0 && len(task.History) > historyLength {
+			task.History = task.History[len(task.History)-historyLength:]
+		}
+		if !req.IncludeArtifacts {
+			task.Artifacts = nil
+		}
+		tasks = append(tasks, task)
+	}
+	return &a2a.ListTasksResponse{Tasks: tasks, TotalSize: total, PageSize: pageSize, NextPageToken: next}, nil
+}
+
+// decodeTask decodes a stored task.
+func decodeTask(body []byte) (*a2a.Task, error) {
+	var task a2a.Task
+	if err := json.Unmarshal(body, &task); err != nil {
+		return nil, fmt.Errorf("a2atasks: decode stored task: %w", err)
+	}
+	return &task, nil
+}
+
+// encodePageToken and decodePageToken write and read page tokens in the format of
+// a2a-go's in-memory store: base64url("<RFC 3339 time>_<task id>").
+func encodePageToken(updated time.Time, id a2a.TaskID) string {
+	return base64.URLEncoding.EncodeToString([]byte(updated.UTC().Format(time.RFC3339Nano) + "_" + string(id)))
+}
+
+func decodePageToken(token string) (time.Time, a2a.TaskID, error) {
+	decoded, err := base64.URLEncoding.DecodeString(token)
+	if err != nil {
+		return time.Time{}, "", a2a.ErrParseError
+	}
+	parts := strings.Split(string(decoded), "_")
+	if len(parts) != 2 {
+		return time.Time{}, "", a2a.ErrParseError
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return time.Time{}, "", a2a.ErrParseError
+	}
+	return t, a2a.TaskID(parts[1]), nil
+}
+
+// statusNanos returns the task's status timestamp in nanoseconds since the Unix epoch,
+// or nil when it has none.
+func statusNanos(task *a2a.Task) any {
+	if task.Status.Timestamp == nil {
+		return nil
+	}
+	return nanos(*task.Status.Timestamp)
+}
+
+// nanos returns t in nanoseconds since the Unix epoch, clamped to what an int64 holds.
+func nanos(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, minInt64)):
+		return minInt64
+	case t.After(time.Unix(0, maxInt64)):
+		return maxInt64
+	}
+	return t.UnixNano()
+}
+
+const (
+	minInt64 = -1 << 63
+	maxInt64 = 1<<63 - 1
+)
+
+// nowArg returns the clock parameter of a statement: NULL on the database's clock.
+func (s *Store) nowArg() any {
+	if s.now == nil {
+		return nil
+	}
+	return s.timeArg(s.now())
+}
+
+// timeArg returns t as a statement parameter: a time (PostgreSQL) or microseconds
+// since the Unix epoch (SQLite), truncated to the microsecond.
+func (s *Store) timeArg(t time.Time) any {
+	t = t.Truncate(time.Microsecond)
+	if s.dialect == sqlstore.SQLite {
+		return t.UnixMicro()
+	}
+	return t.UTC()
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return sqlrun.Exec(ctx, s.db, s.dialect == sqlstore.SQLite, query, args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return sqlrun.QueryRow(ctx, s.db, s.dialect == sqlstore.SQLite, query, args, dest...)
+}
+
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	return sqlrun.Fail(ctx, "a2atasks", op, err)
+}
