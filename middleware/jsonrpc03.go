@@ -11,20 +11,20 @@ import (
 	"time"
 )
 
-// jsonrpc03Binding is the JSON-RPC binding of A2A v0.3, as a2a-go serves it both in
+// jsonrpc03 is the JSON-RPC binding of A2A v0.3, as a2a-go serves it both in
 // its v0.3 compatibility layer (a2acompat/a2av0.NewJSONRPCHandler) and in a2a-go
 // v0.3.x (a2asrv.NewJSONRPCHandler): methods message/send and message/stream, params
 // {message, configuration?, metadata?} without a tenant, a result that is the bare
 // Task or Message with a "kind" member, stream events whose results carry kind task,
 // message, status-update or artifact-update. A task is read with tasks/get and
-// followed with tasks/resubscribe. Like v1.0's, it owns every POST that is not an
-// HTTP+JSON send; the method names tell the two apart.
+// followed with tasks/resubscribe. Like v1.0's, it is addressed at any path that is
+// not an HTTP+JSON send; route tells the two apart by method name.
 //
 // Its own errors carry the v1.0 codes (the same in v0.3) and no data: a2a-go's v0.3
 // compatibility client reads data as a list of google.rpc details, a2a-go v0.3.x's
 // client reads it as an object, each fails on the other's shape, and both type an
 // error without data by its code.
-type jsonrpc03Binding struct{}
+type jsonrpc03 struct{}
 
 // JSON-RPC method names of A2A v0.3.
 const (
@@ -34,10 +34,8 @@ const (
 	method03Resubscribe = "tasks/resubscribe"
 )
 
-func (jsonrpc03Binding) name() string    { return "JSONRPC" }
-func (jsonrpc03Binding) version() string { return version03 }
-
-func (jsonrpc03Binding) owns(r *http.Request) bool { return jsonrpcBinding{}.owns(r) }
+func (jsonrpc03) framing() ProtocolBinding { return BindingJSONRPC }
+func (jsonrpc03) version() ProtocolVersion { return Version03 }
 
 // rpc03Params mirrors a2a.MessageSendParams of a2a-go v0.3.x (the fields the
 // middleware needs, with the same types and tags), which both v0.3 handlers decode
@@ -47,49 +45,47 @@ type rpc03Params struct {
 	Message *message    `json:"message"`
 }
 
-func (b jsonrpc03Binding) readSend(_ *http.Request, body []byte) (*send, bool) {
-	s, params, ok := readRPCSend(b, body, method03Send, method03Stream)
-	if !ok {
-		return nil, false
-	}
+// readParams reads the params of a send call into s, as both v0.3 handlers decode
+// them, and reports whether they decode.
+func (jsonrpc03) readParams(s *send, params json.RawMessage) bool {
 	var p rpc03Params
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, false
+		return false
 	}
 	fillSend(s, p.Config, p.Message)
-	return s, true
+	return true
 }
 
-func (b jsonrpc03Binding) sendOutcome(status int, body []byte) outcome {
+func (b jsonrpc03) sendCarry(status int, body []byte) carry {
 	if status != http.StatusOK {
-		return outcome{kind: outcomeFailed}
+		return carry{kind: carryError}
 	}
-	return b.eventOutcome(body)
+	return b.eventCarry(body)
 }
 
-func (jsonrpc03Binding) eventOutcome(data []byte) outcome {
+func (jsonrpc03) eventCarry(data []byte) carry {
 	result, fail := readResponse(data)
 	if fail != nil {
-		return outcome{kind: outcomeFailed, fail: fail}
+		return carry{kind: carryError, fail: fail}
 	}
 	switch kindOf(result) {
 	case "task":
 		if id := objectID(result, "id"); id != "" {
-			return outcome{kind: outcomeTask, taskID: id}
+			return carry{kind: carryTask, taskID: id}
 		}
 	case "message":
 		if msg, err := convertJSON(result, kindMessageToV1); err == nil {
-			return outcome{kind: outcomeMessage, message: msg}
+			return carry{kind: carryMessage, message: msg}
 		}
 	case "status-update", "artifact-update":
 		if id := objectID(result, "taskId"); id != "" {
-			return outcome{kind: outcomeUpdate, taskID: id}
+			return carry{kind: carryUpdate, taskID: id}
 		}
 	}
-	return outcome{}
+	return carry{}
 }
 
-func (jsonrpc03Binding) eventTask(data []byte) ([]byte, bool) {
+func (jsonrpc03) eventTask(data []byte) ([]byte, bool) {
 	result, fail := readResponse(data)
 	if fail != nil || kindOf(result) != "task" {
 		return nil, false
@@ -109,7 +105,7 @@ func kindOf(raw json.RawMessage) string {
 	return v.Kind
 }
 
-func (jsonrpc03Binding) result(s *send, res result) ([]byte, error) {
+func (jsonrpc03) product(s *send, res product) ([]byte, error) {
 	var v []byte
 	var err error
 	if res.message != nil {
@@ -123,16 +119,11 @@ func (jsonrpc03Binding) result(s *send, res result) ([]byte, error) {
 	return rpcEnvelope(s, "result", v), nil
 }
 
-func (jsonrpc03Binding) failure(s *send, f *failure) (int, []byte, bool) {
+func (jsonrpc03) failure(s *send, f *failure) (int, []byte, bool) {
 	return rpcFailure(s, f, false)
 }
 
-// extensionHeaders names the extension in v1.0's header and in v0.3's own.
-func (jsonrpc03Binding) extensionHeaders() []string {
-	return extensionHeaders03
-}
-
-func (jsonrpc03Binding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (jsonrpc03) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
 	params := struct {
 		ID            string `json:"id"`
 		HistoryLength *int   `json:"historyLength,omitempty"`
@@ -140,7 +131,7 @@ func (jsonrpc03Binding) taskRequest(r *http.Request, s *send, taskID string) *ht
 	return rpcCall(r, s, method03GetTask, params, "application/json")
 }
 
-func (jsonrpc03Binding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+func (jsonrpc03) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	raw, f := rpcTaskAnswer(status, body)
 	if f != nil {
 		return nil, f
@@ -152,7 +143,7 @@ func (jsonrpc03Binding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	return task, nil
 }
 
-func (jsonrpc03Binding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (jsonrpc03) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
 	params := struct {
 		ID string `json:"id"`
 	}{taskID}

@@ -192,6 +192,16 @@ var (
 	rest03Req = httptest.NewRequest("POST", "/x/v1/message:send", nil)
 )
 
+// readAlone reads body as a JSON-RPC send of dialect d alone: nil and false when
+// it is not one.
+func readAlone(d rpcDialect, body []byte) (*send, bool) {
+	s := readRPC(body)
+	if s == nil || s.d != d {
+		return nil, false
+	}
+	return s, true
+}
+
 // check fails when the middleware reads body differently from a2a-go, in any
 // dialect, or when the fast path would skip a body that carries a key. The body is
 // read as the middleware reads it (the first binding owning the path that reads a
@@ -208,19 +218,19 @@ func check(t *testing.T, body []byte) {
 		}
 	}
 	// Bindings read alone.
-	s, ok := jsonrpcBinding{}.readSend(jsonrpcReq, body)
+	s, ok := readAlone(jsonrpc10{}, body)
 	want, wantOK := a2aJSONRPCSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("JSON-RPC body %q: %s", body, d)
 	}
 	fastPath("JSON-RPC", want, wantOK)
-	s, ok = jsonrpc03Binding{}.readSend(jsonrpcReq, body)
+	s, ok = readAlone(jsonrpc03{}, body)
 	want, wantOK = a2av0JSONRPCSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("v0.3 JSON-RPC body %q: %s", body, d)
 	}
 	fastPath("v0.3 JSON-RPC", want, wantOK)
-	s, ok = restBinding{}.readSend(restReq, body)
+	s, ok = rest10{}.readSend("/t/acme", false, body)
 	want, wantOK = a2aRESTSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("HTTP+JSON body %q: %s", body, d)
@@ -232,29 +242,29 @@ func check(t *testing.T, body []byte) {
 		r      *http.Request
 		server string
 		decode func([]byte) (*a2a.SendMessageRequest, bool)
-		b      binding
+		b      dialect
 	}{
-		{jsonrpcReq, "v1.0 JSON-RPC", a2aJSONRPCSend, jsonrpcBinding{}},
-		{jsonrpcReq, "v0.3 JSON-RPC", a2av0JSONRPCSend, jsonrpc03Binding{}},
-		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, restBinding{}},
-		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, restBinding{}},
-		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03Binding{}},
+		{jsonrpcReq, "v1.0 JSON-RPC", a2aJSONRPCSend, jsonrpc10{}},
+		{jsonrpcReq, "v0.3 JSON-RPC", a2av0JSONRPCSend, jsonrpc03{}},
+		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, rest10{}},
+		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, rest10{}},
+		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03{}},
 	} {
 		want, ok := tc.decode(body)
 		if !ok || !runs(want) {
 			continue
 		}
-		s := readSend(defaultBindings, tc.r, body)
+		s := route(tc.r, body)
 		if d := agreeKey(s, want); d != "" {
 			t.Fatalf("%s body %q: %s", tc.server, body, d)
 		}
 		fastPath(tc.server, want, ok)
-		if s.b != tc.b {
+		if s.d != tc.b {
 			// Only a crafted body holding both a v1.0 message's parts and a v0.3
 			// message's content, which a v1.0 server under /v1 runs, is read in the
 			// other dialect; the key is the same (checked above).
-			if tc.r != rest03Req || tc.b != (restBinding{}) || !hasContent(body) {
-				t.Fatalf("%s body %q read as %s %s", tc.server, body, s.b.name(), s.b.version())
+			if tc.r != rest03Req || tc.b != (rest10{}) || !hasContent(body) {
+				t.Fatalf("%s body %q read as %s %s", tc.server, body, s.d.framing(), s.d.version())
 			}
 			continue
 		}
@@ -398,7 +408,7 @@ func TestReaderAgreesWithServer(t *testing.T) {
 		w := httptest.NewRecorder()
 		handlers[path].ServeHTTP(w, httptest.NewRequest("POST", path, strings.NewReader(body)))
 		got := agent.last()
-		s := readSend(defaultBindings, httptest.NewRequest("POST", path, nil), []byte(body))
+		s := route(httptest.NewRequest("POST", path, nil), []byte(body))
 		if got == nil {
 			return // the server ran nothing
 		}
@@ -406,8 +416,8 @@ func TestReaderAgreesWithServer(t *testing.T) {
 		if s == nil || !s.hasMessage {
 			t.Fatalf("%s %q: the server ran message %q; the middleware did not read a send", path, body, got.ID)
 		}
-		if s.b.version() != version {
-			t.Fatalf("%s %q: read as %s %s, want version %s", path, body, s.b.name(), s.b.version(), version)
+		if string(s.d.version()) != version {
+			t.Fatalf("%s %q: read as %s %s, want version %s", path, body, s.d.framing(), s.d.version(), version)
 		}
 		key, keyed, err := idempotency.KeyOf(got.Metadata)
 		if s.messageID != got.ID || s.key != key || s.keyed != (keyed || err != nil) || !sameError(s.keyErr, err) {

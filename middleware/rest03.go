@@ -4,11 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 )
 
-// rest03Binding is the HTTP+JSON binding of A2A v0.3, as a2a-go's
+// rest03 is the HTTP+JSON binding of A2A v0.3, as a2a-go's
 // a2acompat/a2av0.NewRESTHandler serves it: POST {mount}/v1/message:send and
 // {mount}/v1/message:stream, with bodies in the proto JSON of v0.3's google.a2a.v1
 // proto (a message's parts are "content", its roles ROLE_USER and ROLE_AGENT, a
@@ -18,8 +17,8 @@ import (
 // {mount}/v1/tasks/{id}?historyLength=n and followed with GET
 // {mount}/v1/tasks/{id}:subscribe. Its errors are v1.0's google.rpc.Status bodies.
 //
-// v1.0's HTTP+JSON binding owns every path ending in /message:send, so the two are
-// told apart by path and body together: a send is v0.3's when its path ends in
+// v1.0's HTTP+JSON binding serves every path ending in /message:send, so route tells
+// the two apart by path and body together: a send is v0.3's when its path ends in
 // /v1/message:send or /v1/message:stream (v0.3's fixed prefix) and its message has a
 // "content" member (matched as encoding/json matches names; null counts as absent).
 // A v0.3 message carries its parts in content, and a v0.3 server runs no message
@@ -32,30 +31,14 @@ import (
 // only in the tenant (none in v0.3), in a historyLength of 0 (absent in v0.3), and in
 // the shape of the answers, which a crafted body holding both content and parts
 // could get wrong for a v1.0 server; a client sending those harms only its own scope.
-type rest03Binding struct{}
+type rest03 struct{}
 
 // restPrefix03 is the path segment a2a-go's v0.3 handler serves every route under
 // (a2av0.RESTPathPrefix).
 const restPrefix03 = "/v1"
 
-func (rest03Binding) name() string    { return "HTTP+JSON" }
-func (rest03Binding) version() string { return version03 }
-
-// rest03Send splits the path of a v0.3 HTTP+JSON send as restSend does; the prefix
-// ends in /v1.
-func rest03Send(r *http.Request) (prefix string, streaming, ok bool) {
-	prefix, streaming, ok = restSend(r)
-	if !ok || !strings.HasSuffix(prefix, restPrefix03) {
-		return "", false, false
-	}
-	return prefix, streaming, true
-}
-
-// owns reports whether r's path is that of a v0.3 HTTP+JSON send.
-func (rest03Binding) owns(r *http.Request) bool {
-	_, _, ok := rest03Send(r)
-	return ok
-}
+func (rest03) framing() ProtocolBinding { return BindingHTTPJSON }
+func (rest03) version() ProtocolVersion { return Version03 }
 
 // rest03Params mirrors a2a-go's pbjson.SendMessageRequest (a2apb/v0/pbjson, the
 // fields the middleware needs, with the same types and tags), which a2av0's handler
@@ -80,11 +63,9 @@ type rest03Message struct {
 	Content  json.RawMessage `json:"content,omitempty"`
 }
 
-func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
-	prefix, streaming, ok := rest03Send(r)
-	if !ok {
-		return nil, false
-	}
+// readSend reads body as a v0.3 send at prefix, as a2av0 decodes it, and reports
+// whether it does: false too for a message without content, which is v1.0's.
+func (b rest03) readSend(prefix string, streaming bool, body []byte) (*send, bool) {
 	var p rest03Params
 	if err := json.Unmarshal(body, &p); err != nil {
 		return nil, false
@@ -92,7 +73,7 @@ func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
 	if p.Message == nil || isNull(p.Message.Content) {
 		return nil, false // not a v0.3 message: v1.0's binding reads it
 	}
-	s := &send{b: b, prefix: prefix, streaming: streaming}
+	s := &send{d: b, prefix: prefix, streaming: streaming}
 	var c *sendConfig
 	if p.Config != nil && p.Config.HistoryLength != 0 {
 		n := int(p.Config.HistoryLength)
@@ -102,39 +83,39 @@ func (b rest03Binding) readSend(r *http.Request, body []byte) (*send, bool) {
 	return s, true
 }
 
-func (rest03Binding) sendOutcome(status int, body []byte) outcome {
+func (rest03) sendCarry(status int, body []byte) carry {
 	if status < 200 || status > 299 {
-		return outcome{kind: outcomeFailed}
+		return carry{kind: carryError}
 	}
-	return pbOutcome(body)
+	return pbCarry(body)
 }
 
-func (rest03Binding) eventOutcome(data []byte) outcome {
+func (rest03) eventCarry(data []byte) carry {
 	if f := eventError(data); f != nil {
-		return outcome{kind: outcomeFailed, fail: f}
+		return carry{kind: carryError, fail: f}
 	}
-	return pbOutcome(data)
+	return pbCarry(data)
 }
 
-// pbOutcome reads a v0.3 SendMessageResponse or StreamResponse, with the message of a
+// pbCarry reads a v0.3 SendMessageResponse or StreamResponse, with the message of a
 // reply converted to v1.0.
-func pbOutcome(raw []byte) outcome {
+func pbCarry(raw []byte) carry {
 	v, ok := readStreamMembers(raw)
 	if !ok {
-		return outcome{}
+		return carry{}
 	}
-	out := v.outcome()
-	if out.kind == outcomeMessage {
+	out := v.carry()
+	if out.kind == carryMessage {
 		msg, err := convertJSON(out.message, pbMessageToV1)
 		if err != nil {
-			return outcome{}
+			return carry{}
 		}
 		out.message = msg
 	}
 	return out
 }
 
-func (rest03Binding) eventTask(data []byte) ([]byte, bool) {
+func (rest03) eventTask(data []byte) ([]byte, bool) {
 	raw, ok := streamResponseTask(data)
 	if !ok {
 		return nil, false
@@ -143,8 +124,8 @@ func (rest03Binding) eventTask(data []byte) ([]byte, bool) {
 	return task, err == nil
 }
 
-func (rest03Binding) result(_ *send, res result) ([]byte, error) {
-	var out result
+func (rest03) product(_ *send, res product) ([]byte, error) {
+	var out product
 	var err error
 	if res.message != nil {
 		out.message, err = convertJSON(res.message, v1MessageToPB)
@@ -157,18 +138,13 @@ func (rest03Binding) result(_ *send, res result) ([]byte, error) {
 	return append(streamResponse(out), '\n'), nil
 }
 
-func (rest03Binding) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
+func (rest03) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
 
-// extensionHeaders names the extension in v1.0's header and in v0.3's own.
-func (rest03Binding) extensionHeaders() []string {
-	return extensionHeaders03
+func (rest03) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+	return rest10{}.taskRequest(r, s, taskID)
 }
 
-func (rest03Binding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
-	return restBinding{}.taskRequest(r, s, taskID)
-}
-
-func (rest03Binding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+func (rest03) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	raw, f := restTaskAnswer(status, body)
 	if f != nil {
 		return nil, f
@@ -182,7 +158,7 @@ func (rest03Binding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 
 // subscribeRequest subscribes with GET, as v0.3's proto maps the call and as a2a-go's
 // v0.3 client does (a2av0's handler takes POST too).
-func (rest03Binding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (rest03) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
 	u := *r.URL
 	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID+":subscribe", ""
 	u.RawQuery = ""
