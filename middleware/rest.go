@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/a2akit/idempotency/middleware/internal/v1json"
 )
 
 // rest10 is the HTTP+JSON binding of A2A v1.0, as a2a-go's a2asrv.NewRESTHandler
@@ -150,7 +152,7 @@ func (rest10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // failure to pass on.
 func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status == http.StatusOK {
-		if !isJSONObject(body) {
+		if !v1json.IsObject(body) {
 			return nil, taskMissing()
 		}
 		return bytes.TrimSpace(body), nil
