@@ -23,7 +23,7 @@ const maxAnswerCopy = 32 << 20
 // to what it produced, or releases the key when it produced nothing.
 func (x *exchange) forward(token idempotency.Token) {
 	cs := x.c.newClaim(x.k, token)
-	fw := &forwardWriter{w: x.w, st: &settler{x: x, cs: cs}}
+	fw := &forwardWriter{w: x.w, st: &settler{x: x, d: x.s.d, cs: cs}}
 	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
 		slog.String("message_id", x.s.messageID), slog.String("follow_up_of", x.s.taskID))
 	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(x.r.Context(), cs)))
@@ -66,7 +66,7 @@ func (fw *forwardWriter) WriteHeader(code int) {
 		fw.mode = &heldBackWriter{w: fw.w, st: fw.st}
 		return
 	}
-	addExtensionHeaders(fw.w.Header(), fw.st.x.s.d)
+	addExtensionHeaders(fw.w.Header(), fw.st.d)
 	fw.w.WriteHeader(code)
 	if stream {
 		fw.mode = &streamWriter{w: fw.w, st: fw.st}
@@ -129,7 +129,7 @@ func (uw *unaryWriter) finish() Outcome {
 	if uw.overflow {
 		uw.st.settle(carry{})
 	} else {
-		uw.st.settle(uw.st.x.s.d.sendCarry(uw.st.status, uw.body.Bytes()))
+		uw.st.settle(uw.st.d.sendCarry(uw.st.status, uw.body.Bytes()))
 	}
 	return uw.st.outcome
 }
@@ -155,7 +155,7 @@ func (sw *streamWriter) Write(p []byte) (int, error) {
 	}
 	sw.held = append(sw.held, p...)
 	if data, _, ok := sw.scan.scan(sw.held, false); ok {
-		sw.st.settle(sw.st.x.s.d.eventCarry(data))
+		sw.st.settle(sw.st.d.eventCarry(data))
 		sw.passHeld()
 	} else if len(sw.held) > maxEventBytes {
 		sw.st.settle(carry{})
@@ -206,7 +206,7 @@ func (sw *streamWriter) finish() Outcome {
 		data, _, ok := sw.scan.scan(sw.held, true)
 		c := carry{}
 		if ok {
-			c = sw.st.x.s.d.eventCarry(data)
+			c = sw.st.d.eventCarry(data)
 		}
 		sw.st.settle(c)
 		sw.passHeld()
@@ -257,6 +257,7 @@ func (hw *heldBackWriter) finish() Outcome {
 // leaves it pending (the lease decides) when that cannot be known.
 type settler struct {
 	x       *exchange
+	d       dialect // the send's
 	cs      *ClaimedSend
 	status  int // of the forwarded answer
 	settled bool
