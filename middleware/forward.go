@@ -23,7 +23,8 @@ const maxAnswerCopy = 32 << 20
 // to what it produced, or releases the key when it produced nothing.
 func (x *exchange) forward(token idempotency.Token) {
 	cs := x.c.newClaim(x.k, token)
-	fw := &forwardWriter{w: x.w, st: &settler{x: x, d: x.s.d, cs: cs}}
+	fw := &forwardWriter{w: x.w}
+	fw.st = settler{x: x, d: x.s.d, cs: cs}
 	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
 		slog.String("message_id", x.s.messageID), slog.String("follow_up_of", x.s.taskID))
 	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(x.r.Context(), cs)))
@@ -37,8 +38,15 @@ func (x *exchange) forward(token idempotency.Token) {
 // needs, and Unwrap for http.ResponseController.
 type forwardWriter struct {
 	w    http.ResponseWriter
-	st   *settler
-	mode answerMode // nil until the header is written
+	st   settler
+	mode answerMode // nil until the header is written; then one of modes
+
+	// modes hold the writer of each mode, so that choosing one allocates nothing.
+	modes struct {
+		unary    unaryWriter
+		stream   streamWriter
+		heldBack heldBackWriter
+	}
 }
 
 // answerMode passes on the body of a forwarded answer, in one of its modes.
@@ -63,15 +71,18 @@ func (fw *forwardWriter) WriteHeader(code int) {
 		// The adapter could not bind the key, so the agent did not run: when the
 		// server answers its own internal error for that, fail closed as for a claim
 		// the index could not make, with a 503 the client may retry.
-		fw.mode = &heldBackWriter{w: fw.w, st: fw.st}
+		fw.modes.heldBack = heldBackWriter{w: fw.w, st: &fw.st}
+		fw.mode = &fw.modes.heldBack
 		return
 	}
 	addExtensionHeaders(fw.w.Header(), fw.st.d)
 	fw.w.WriteHeader(code)
 	if stream {
-		fw.mode = &streamWriter{w: fw.w, st: fw.st}
+		fw.modes.stream = streamWriter{w: fw.w, st: &fw.st}
+		fw.mode = &fw.modes.stream
 	} else {
-		fw.mode = &unaryWriter{w: fw.w, st: fw.st}
+		fw.modes.unary = unaryWriter{w: fw.w, st: &fw.st}
+		fw.mode = &fw.modes.unary
 	}
 }
 
