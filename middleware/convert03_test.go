@@ -94,3 +94,34 @@ func TestConversionsAgreeWithA2AGo(t *testing.T) {
 		}
 	}
 }
+
+// FuzzConversions holds the codecs to what the answers of any server need: no input
+// makes a conversion panic, and what a conversion returns is JSON. (Agreement with
+// a2a-go is TestConversionsAgreeWithA2AGo's, on the fixture.)
+func FuzzConversions(f *testing.F) {
+	var cases []struct {
+		In json.RawMessage `json:"in"`
+	}
+	b, err := os.ReadFile("testdata/conversions03.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		f.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		if !seen[string(tc.In)] {
+			seen[string(tc.In)] = true
+			f.Add([]byte(tc.In))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for name, convert := range codecConversions {
+			out, err := convert(data)
+			if err == nil && !json.Valid(out) {
+				t.Fatalf("%s of %s returned %s, which is not JSON", name, data, out)
+			}
+		}
+	})
+}
