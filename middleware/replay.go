@@ -52,7 +52,7 @@ func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
 	for {
 		task, f := x.readTaskOnce(rec.TaskID)
 		if f == nil {
-			return product{task: shapeHistory(task, x.s.historyLength)}, nil
+			return x.shapedTask(task), nil
 		}
 		young := time.Since(rec.ClaimedAt) < x.c.lease
 		if f.notFound() && !young && x.executionRunning(rec.TaskID) {
@@ -88,6 +88,12 @@ func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
 			return product{message: got.Reply}, nil
 		}
 	}
+}
+
+// shapedTask returns task, v1.0 JSON, with its history shaped by the retry's
+// historyLength.
+func (x *exchange) shapedTask(task []byte) product {
+	return product{task: shapeHistory(task, x.s.historyLength)}
 }
 
 // readTaskOnce reads task taskID through Options.Tasks, or through the wrapped
@@ -191,7 +197,7 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 			sw.dropping = true
 			break
 		}
-		first, err := x.s.d.product(x.s, product{task: shapeHistory(task, x.s.historyLength)})
+		first, err := x.s.d.product(x.s, x.shapedTask(task))
 		if err != nil {
 			sw.dropping = true
 			break
@@ -202,7 +208,7 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 		// ones follow it.
 		var first []byte
 		if task, f := x.readTaskOnce(sw.taskID); f == nil {
-			first, _ = x.s.d.product(x.s, product{task: shapeHistory(task, x.s.historyLength)})
+			first, _ = x.s.d.product(x.s, x.shapedTask(task))
 		}
 		sw.start(first, sw.held)
 	case carryMessage:

@@ -135,6 +135,12 @@ func restFailure(f *failure) (int, []byte, bool) {
 }
 
 func (rest10) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+	return restTaskRequest(r, s, taskID)
+}
+
+// restTaskRequest returns the GET {prefix}/tasks/{id}?historyLength=n of both
+// versions' HTTP+JSON bindings.
+func restTaskRequest(r *http.Request, s *send, taskID string) *http.Request {
 	u := *r.URL
 	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID, ""
 	u.RawQuery = ""

@@ -141,7 +141,7 @@ func (rest03) product(_ *send, res product) ([]byte, error) {
 func (rest03) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
 
 func (rest03) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
-	return rest10{}.taskRequest(r, s, taskID)
+	return restTaskRequest(r, s, taskID)
 }
 
 func (rest03) taskAnswer(status int, body []byte) ([]byte, *failure) {
