@@ -188,6 +188,18 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
+	sw.firstEvent(data, end)
+	sw.held = nil
+	if sw.err != nil {
+		return 0, sw.err
+	}
+	return len(p), nil
+}
+
+// firstEvent acts on the subscription's first event, data, which ends at end of the
+// held bytes: the retry's answer starts with the task, or the subscription is
+// dropped.
+func (sw *subscribeWriter) firstEvent(data []byte, end int) {
 	x := sw.x
 	out := x.s.d.eventCarry(data)
 	switch out.kind {
@@ -195,12 +207,12 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 		task, ok := x.s.d.eventTask(data)
 		if !ok {
 			sw.dropping = true
-			break
+			return
 		}
 		first, err := x.s.d.product(x.s, x.shapedTask(task))
 		if err != nil {
 			sw.dropping = true
-			break
+			return
 		}
 		sw.start(first, sw.held[end:])
 	case carryUpdate:
@@ -217,11 +229,6 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 	default:
 		sw.dropping = true
 	}
-	sw.held = nil
-	if sw.err != nil {
-		return 0, sw.err
-	}
-	return len(p), nil
 }
 
 // start begins the answer to the retry: the event first (when not nil), then rest.
