@@ -238,52 +238,62 @@ func kindPartToV1(p *kindPart) (*v1json.Part, error) {
 		}
 		return &v1json.Part{Text: &text, Metadata: p.Metadata}, nil
 	case "data":
-		var data v1json.Object
-		if !v1json.IsNull(p.Data) {
-			if err := json.Unmarshal(p.Data, &data); err != nil {
-				return nil, fmt.Errorf("%w: data is not an object", errPart)
-			}
-		}
-		metadata := maps.Clone(p.Metadata)
-		value := json.RawMessage(p.Data)
-		if v1json.IsNull(value) {
-			value = v1json.Null
-		}
-		if compat, ok := metadata[dataPartCompat]; ok && string(bytes.TrimSpace(compat)) == "true" {
-			value = data["value"]
-			if value == nil {
-				value = v1json.Null
-			}
-			delete(metadata, dataPartCompat)
-		}
-		return &v1json.Part{Data: &value, Metadata: metadata}, nil
+		return kindDataToV1(p)
 	case "file":
-		var f kindFile
-		if p.File != nil {
-			f = *p.File
-		}
-		var b, uri string
-		if f.Bytes != nil {
-			b = *f.Bytes
-		}
-		if f.URI != nil {
-			uri = *f.URI
-		}
-		switch {
-		case b == "" && uri == "":
-			return nil, fmt.Errorf("%w: a file part needs bytes or uri", errPart)
-		case b != "" && uri != "":
-			return nil, fmt.Errorf("%w: a file part has both bytes and uri", errPart)
-		case b != "":
-			raw, err := base64.StdEncoding.DecodeString(b)
-			if err != nil {
-				raw = []byte(b) // as a2a-go does
-			}
-			return &v1json.Part{Raw: &raw, MediaType: f.MimeType, Filename: f.Name, Metadata: p.Metadata}, nil
-		}
-		return &v1json.Part{URL: &uri, MediaType: f.MimeType, Filename: f.Name, Metadata: p.Metadata}, nil
+		return kindFileToV1(p)
 	}
 	return nil, fmt.Errorf("%w: unknown kind %q", errPart, p.Kind)
+}
+
+// kindDataToV1 converts a data part, unwrapping a value a2a-go wrapped for v0.3.
+func kindDataToV1(p *kindPart) (*v1json.Part, error) {
+	var data v1json.Object
+	if !v1json.IsNull(p.Data) {
+		if err := json.Unmarshal(p.Data, &data); err != nil {
+			return nil, fmt.Errorf("%w: data is not an object", errPart)
+		}
+	}
+	metadata := maps.Clone(p.Metadata)
+	value := json.RawMessage(p.Data)
+	if v1json.IsNull(value) {
+		value = v1json.Null
+	}
+	if compat, ok := metadata[dataPartCompat]; ok && string(bytes.TrimSpace(compat)) == "true" {
+		value = data["value"]
+		if value == nil {
+			value = v1json.Null
+		}
+		delete(metadata, dataPartCompat)
+	}
+	return &v1json.Part{Data: &value, Metadata: metadata}, nil
+}
+
+// kindFileToV1 converts a file part: its bytes or its uri, never both.
+func kindFileToV1(p *kindPart) (*v1json.Part, error) {
+	var f kindFile
+	if p.File != nil {
+		f = *p.File
+	}
+	var b, uri string
+	if f.Bytes != nil {
+		b = *f.Bytes
+	}
+	if f.URI != nil {
+		uri = *f.URI
+	}
+	switch {
+	case b == "" && uri == "":
+		return nil, fmt.Errorf("%w: a file part needs bytes or uri", errPart)
+	case b != "" && uri != "":
+		return nil, fmt.Errorf("%w: a file part has both bytes and uri", errPart)
+	case b != "":
+		raw, err := base64.StdEncoding.DecodeString(b)
+		if err != nil {
+			raw = []byte(b) // as a2a-go does
+		}
+		return &v1json.Part{Raw: &raw, MediaType: f.MimeType, Filename: f.Name, Metadata: p.Metadata}, nil
+	}
+	return &v1json.Part{URL: &uri, MediaType: f.MimeType, Filename: f.Name, Metadata: p.Metadata}, nil
 }
 
 func v1TaskToKind(t *v1json.Task) (*kindTask, error) {
