@@ -25,7 +25,7 @@ type TaskReaderOptions struct {
 	User func(ctx context.Context, r *http.Request) (*a2asrv.User, error)
 }
 
-// TaskReader is a [middleware.TaskReader] over an a2a-go taskstore.Store: set it as
+// TaskReader is a [middleware.TaskSource] over an a2a-go taskstore.Store: set it as
 // [middleware.Options.Tasks] to answer retries from the store directly, instead of
 // through a GetTask request sent to the wrapped handler. Create it with
 // [NewTaskReader]; it is safe for concurrent use when the store is.
@@ -50,14 +50,14 @@ type TaskReader struct {
 	user  func(ctx context.Context, r *http.Request) (*a2asrv.User, error)
 }
 
-var _ middleware.TaskReader = (*TaskReader)(nil)
+var _ middleware.TaskSource = (*TaskReader)(nil)
 
 // NewTaskReader returns a [TaskReader] over store. store must not be nil.
 func NewTaskReader(store taskstore.Store, opts TaskReaderOptions) *TaskReader {
 	return &TaskReader{store: store, user: opts.User}
 }
 
-// ReadTask implements [middleware.TaskReader]: it returns the task taskID as A2A
+// ReadTask implements [middleware.TaskSource]: it returns the task taskID as A2A
 // v1.0 JSON (json.Marshal of the stored *a2a.Task, with its full history). A task the
 // store does not have, or hides from the caller (a2a.ErrTaskNotFound,
 // a2a.ErrUnauthenticated, a2a.ErrUnauthorized), returns an error wrapping

@@ -40,8 +40,8 @@ type ClaimedSend struct {
 
 type claimedSendKey struct{}
 
-// ContextWithClaimedSend returns a copy of ctx carrying c.
-func ContextWithClaimedSend(ctx context.Context, c *ClaimedSend) context.Context {
+// withClaimedSend returns a copy of ctx carrying c.
+func withClaimedSend(ctx context.Context, c *ClaimedSend) context.Context {
 	return context.WithValue(ctx, claimedSendKey{}, c)
 }
 
@@ -50,13 +50,6 @@ func ContextWithClaimedSend(ctx context.Context, c *ClaimedSend) context.Context
 func ClaimedSendFrom(ctx context.Context) (*ClaimedSend, bool) {
 	c, ok := ctx.Value(claimedSendKey{}).(*ClaimedSend)
 	return c, ok && c != nil
-}
-
-// NewClaimedSend returns the handle for a claim that index granted with token. The
-// middleware calls it; it is exported for servers and tests that claim keys
-// themselves.
-func NewClaimedSend(index idempotency.KeyIndex, scope, key, messageID string, token idempotency.Token) *ClaimedSend {
-	return &ClaimedSend{index: index, scope: scope, key: key, messageID: messageID, token: token}
 }
 
 // Scope returns the scope the key was claimed in.

@@ -151,4 +151,54 @@
 // The middleware logs through Options.Logger. Keys appear in full only in debug
 // records; other records carry [idempotency.RedactKey]. Options.Observe receives one
 // [Event] per keyed send, naming its binding and protocol version.
+//
+// # Reading the code
+//
+// A request goes ServeHTTP (middleware.go) → route (route.go) → exchange.run
+// (exchange.go) → core.decide (core.go) → forward (forward.go) or replay (replay.go)
+// → bind or release. One word per concept:
+//
+//   - send: a SendMessage or SendStreamingMessage as the server behind reads it;
+//     keyed when its message names the key.
+//   - dialect: one cell of the grid framing × version: JSON-RPC or HTTP+JSON (the A2A
+//     protocol bindings, [ProtocolBinding]) in A2A v1.0 or v0.3 ([ProtocolVersion]).
+//     route picks it; nothing else asks.
+//   - core: the decision logic every binding shares: claim, wait, decide (forward,
+//     replay, refuse), release. It takes a context and a claim key, never an
+//     *http.Request.
+//   - claim: the index's hold on a key for one message ([ClaimedSend]); bind ties it
+//     to a task or a Message reply (an [idempotency.Binding]), release frees it.
+//   - exchange: one keyed send on its way through the HTTP middleware.
+//   - forward: pass a claimed send to the wrapped handler; its answer is written by
+//     one writer per mode (unary, stream, held back), chosen once at its header.
+//   - carry: what an answer of the wrapped handler carried (a task, a Message, an
+//     update, an error); the settler binds or releases the key on it.
+//   - product: what a send produced, a task or a Message, as v1.0 JSON.
+//   - replay: answer a retry from what its first attempt produced; probe: ask the
+//     wrapped handler whether an execution still runs.
+//   - [Outcome]: what the middleware did with a keyed send, reported in an [Event].
+//
+// The files:
+//
+//	middleware.go      New, ServeHTTP, the request body
+//	options.go         Options, TaskSource, Outcome, Event
+//	route.go           the dialect grid and route, the one routing function
+//	dialect.go         the dialect interface; send, carry, product, failure
+//	core.go            claim, wait, decide, release (no *http.Request)
+//	exchange.go        one keyed send over HTTP: the core's decision, answered
+//	claim.go           ClaimedSend, the claim code behind the middleware binds with
+//	forward.go         the forwarded answer's writers, and the settler
+//	replay.go          replays: task reads, the subscription's writer
+//	probe.go           whether an execution still runs
+//	notify.go          waking the retries of this process
+//	card.go            the agent card
+//	jsonrpc.go         JSON-RPC framing, and its v1.0 dialect
+//	jsonrpc03.go       JSON-RPC v0.3
+//	rest.go            HTTP+JSON framing, and its v1.0 dialect
+//	rest03.go          HTTP+JSON v0.3
+//	wire.go, sse.go    what the dialects share: errors, responses, events
+//	reader.go          the request fields a send is read into
+//	internal/v1json    A2A v1.0 objects, for the codecs
+//	internal/kindjson  the codec of JSON-RPC v0.3's objects ("kind")
+//	internal/pbjson    the codec of HTTP+JSON v0.3's proto JSON objects
 package middleware

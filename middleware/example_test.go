@@ -94,3 +94,74 @@ func Example_agentCard() {
 	// Output:
 	// {Streaming:true Extensions:[{URI:https://a2a-rust.com/extensions/idempotency/v1 Required:false}]}
 }
+
+// keyedRESTSend returns an HTTP+JSON send of message messageID with key, naming no
+// tenant in its body, as clients that put the tenant only in the path send it.
+func keyedRESTSend(path, messageID, key string) *http.Request {
+	body := fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"book it"}],`+
+		`"metadata":{%q:%q}}}`, messageID, idempotency.MetadataKey, key)
+	return httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+}
+
+// replyServer stands for an HTTP+JSON A2A server whose agent answers every send with
+// a Message; it counts its calls.
+func replyServer(calls *int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*calls++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"message":{"messageId":"reply","role":"ROLE_AGENT","parts":[{"text":"done"}]}}`+"\n")
+	})
+}
+
+// A server that takes the tenant from the path (mounted at /t, as a2a-go's
+// NewTenantRESTHandler serves it) keeps one scope per tenant: the same key sent for
+// two tenants runs twice, and each tenant's retry runs nothing.
+func ExampleTenantPathScope() {
+	calls := 0
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{
+		Scope:   middleware.TenantPathScope("/t"),
+		Observe: func(e middleware.Event) { fmt.Printf("%s in scope %q\n", e.Outcome, e.Scope) },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := mw(replyServer(&calls))
+	for _, path := range []string{"/t/acme/message:send", "/t/globex/message:send", "/t/acme/message:send"} {
+		h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend(path, "msg-1", "order-7f3a9c1e5b2d4a60"))
+	}
+	fmt.Println("server calls:", calls)
+	// Output:
+	// claimed in scope "acme"
+	// claimed in scope "globex"
+	// replayed in scope "acme"
+	// server calls: 2
+}
+
+// Observe receives one Event per keyed send: what the middleware did with it, over
+// which binding and protocol version. Unkeyed sends are not observed.
+func ExampleOptions_observe() {
+	calls := 0
+	counts := map[middleware.Outcome]int{}
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{
+		Observe: func(e middleware.Event) {
+			counts[e.Outcome]++
+			fmt.Println(e.Outcome, e.Binding, e.Version, e.Streaming)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := mw(replyServer(&calls))
+	h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend("/message:send", "msg-1", "order-7f3a9c1e5b2d4a60"))
+	h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend("/message:stream", "msg-1", "order-7f3a9c1e5b2d4a60"))
+	h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend("/message:send", "msg-2", "order-7f3a9c1e5b2d4a60"))
+	h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend("/message:send", "msg-3", "short"))
+	fmt.Println(counts[middleware.OutcomeClaimed], counts[middleware.OutcomeReplayed], counts[middleware.OutcomeConflict],
+		counts[middleware.OutcomeRefused], "server calls:", calls)
+	// Output:
+	// claimed HTTP+JSON 1.0 false
+	// replayed HTTP+JSON 1.0 true
+	// conflict HTTP+JSON 1.0 false
+	// refused HTTP+JSON 1.0 false
+	// 1 1 1 1 server calls: 1
+}

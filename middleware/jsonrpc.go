@@ -7,16 +7,11 @@ import (
 	"strconv"
 )
 
-// jsonrpcBinding is the JSON-RPC binding of A2A v1.0, as a2a-go's
+// jsonrpc10 is the JSON-RPC binding of A2A v1.0, as a2a-go's
 // a2asrv.NewJSONRPCHandler serves it: every POST that is not an HTTP+JSON send is a
-// candidate, whatever its path, and the method names the operation.
-type jsonrpcBinding struct{}
-
-// protocol versions of the bindings, as Events and logs name them.
-const (
-	version10 = "1.0"
-	version03 = "0.3"
-)
+// candidate, whatever its path, and the method names the operation. This file also
+// holds the JSON-RPC framing both versions share (calls, envelopes, errors).
+type jsonrpc10 struct{}
 
 // JSON-RPC method names of A2A v1.0.
 const (
@@ -36,15 +31,8 @@ const (
 	codeUnsupported    = -32004
 )
 
-func (jsonrpcBinding) name() string    { return "JSONRPC" }
-func (jsonrpcBinding) version() string { return version10 }
-
-// owns reports whether r is not an HTTP+JSON send: a JSON-RPC endpoint may be at any
-// path.
-func (jsonrpcBinding) owns(r *http.Request) bool {
-	_, _, ok := restSend(r)
-	return !ok
-}
+func (jsonrpc10) framing() ProtocolBinding { return BindingJSONRPC }
+func (jsonrpc10) version() ProtocolVersion { return Version10 }
 
 // rpcRequest mirrors a2a-go's internal/jsonrpc.ServerRequest, which
 // a2asrv.NewJSONRPCHandler decodes the body into with a json.Decoder (so trailing
@@ -56,35 +44,15 @@ type rpcRequest struct {
 	ID      json.RawMessage `json:"id"`
 }
 
-func (b jsonrpcBinding) readSend(_ *http.Request, body []byte) (*send, bool) {
-	s, params, ok := readRPCSend(b, body, methodSendMessage, methodSendStreamingMessage)
-	if !ok {
-		return nil, false
-	}
+// readParams reads the params of a send call into s, as a2asrv decodes them, and
+// reports whether they decode.
+func (jsonrpc10) readParams(s *send, params json.RawMessage) bool {
 	var p sendParams
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, false
+		return false
 	}
 	p.fill(s)
-	return s, true
-}
-
-// readRPCSend reads body as a JSON-RPC call (see readCall) of sendMethod or
-// streamMethod, and returns the send of binding b it starts and the call's params.
-func readRPCSend(b binding, body []byte, sendMethod, streamMethod string) (*send, json.RawMessage, bool) {
-	req, ok := readCall(body)
-	if !ok {
-		return nil, nil, false
-	}
-	s := &send{b: b, id: req.ID}
-	switch req.Method {
-	case sendMethod:
-	case streamMethod:
-		s.streaming = true
-	default:
-		return nil, nil, false
-	}
-	return s, req.Params, true
+	return true
 }
 
 // readCall reads a JSON-RPC call as a2a-go's JSON-RPC handlers (v1.0, and v0.3 in
@@ -125,22 +93,22 @@ type rpcResponse struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func (b jsonrpcBinding) sendOutcome(status int, body []byte) outcome {
+func (b jsonrpc10) sendCarry(status int, body []byte) carry {
 	if status != http.StatusOK {
-		return outcome{kind: outcomeFailed}
+		return carry{kind: carryError}
 	}
-	return b.eventOutcome(body)
+	return b.eventCarry(body)
 }
 
-func (jsonrpcBinding) eventOutcome(data []byte) outcome {
+func (jsonrpc10) eventCarry(data []byte) carry {
 	result, fail := readResponse(data)
 	if fail != nil {
-		return outcome{kind: outcomeFailed, fail: fail}
+		return carry{kind: carryError, fail: fail}
 	}
-	return streamResponseOutcome(result)
+	return streamResponseCarry(result)
 }
 
-func (jsonrpcBinding) eventTask(data []byte) ([]byte, bool) {
+func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
 	result, fail := readResponse(data)
 	if fail != nil {
 		return nil, false
@@ -161,15 +129,13 @@ func readResponse(data []byte) (json.RawMessage, *failure) {
 	return resp.Result, nil
 }
 
-func (jsonrpcBinding) result(s *send, res result) ([]byte, error) {
+func (jsonrpc10) product(s *send, res product) ([]byte, error) {
 	return rpcEnvelope(s, "result", streamResponse(res)), nil
 }
 
-func (jsonrpcBinding) failure(s *send, f *failure) (int, []byte, bool) {
+func (jsonrpc10) failure(s *send, f *failure) (int, []byte, bool) {
 	return rpcFailure(s, f, true)
 }
-
-func (jsonrpcBinding) extensionHeaders() []string { return extensionHeaders10 }
 
 // rpcFailure frames f as a JSON-RPC error answering s, with a google.rpc.ErrorInfo in
 // its data when withInfo is set. It returns the HTTP status, the body, and whether
@@ -236,7 +202,7 @@ func rpcEnvelope(s *send, member string, value []byte) []byte {
 	return buf.Bytes()
 }
 
-func (jsonrpcBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (jsonrpc10) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
 	params := struct {
 		Tenant        string `json:"tenant,omitempty"`
 		ID            string `json:"id"`
@@ -245,7 +211,7 @@ func (jsonrpcBinding) taskRequest(r *http.Request, s *send, taskID string) *http
 	return rpcCall(r, s, methodGetTask, params, "application/json")
 }
 
-func (jsonrpcBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+func (jsonrpc10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	return rpcTaskAnswer(status, body)
 }
 
@@ -269,7 +235,7 @@ func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	return resp.Result, nil
 }
 
-func (jsonrpcBinding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (jsonrpc10) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
 	params := struct {
 		Tenant string `json:"tenant,omitempty"`
 		ID     string `json:"id"`

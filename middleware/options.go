@@ -69,11 +69,12 @@ type Options struct {
 	// because it applies the server's own authorization to the retry. A streaming
 	// retry still subscribes to a running task through the wrapped handler; Tasks
 	// serves the snapshot of a finished one.
-	Tasks TaskReader
+	Tasks TaskSource
 }
 
-// TaskReader reads a task's current state for a replay.
-type TaskReader interface {
+// TaskSource reads a task's current state for a replay (adapter.TaskReader is one,
+// over an a2a-go task store).
+type TaskSource interface {
 	// ReadTask returns the task taskID of tenant as A2A v1.0 JSON (a Task object, with
 	// its full history), whatever protocol version the retry r speaks (the middleware
 	// converts it for a v0.3 retry), or an error wrapping [ErrTaskNotFound] when it
@@ -82,7 +83,7 @@ type TaskReader interface {
 	ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error)
 }
 
-// ErrTaskNotFound is returned by a [TaskReader] for a task that does not exist.
+// ErrTaskNotFound is returned by a [TaskSource] for a task that does not exist.
 var ErrTaskNotFound = errors.New("middleware: task not found")
 
 // Outcome names what the middleware did with a keyed send.
@@ -99,13 +100,33 @@ const (
 	OutcomeUnavailable Outcome = "unavailable" // index error or full: 503
 )
 
+// ProtocolBinding names an A2A protocol binding, as A2A names them in agent cards.
+type ProtocolBinding string
+
+// The protocol bindings the middleware serves.
+const (
+	BindingJSONRPC  ProtocolBinding = "JSONRPC"
+	BindingHTTPJSON ProtocolBinding = "HTTP+JSON"
+)
+
+// ProtocolVersion names an A2A protocol version.
+type ProtocolVersion string
+
+// The protocol versions the middleware serves.
+const (
+	Version10 ProtocolVersion = "1.0"
+	Version03 ProtocolVersion = "0.3"
+)
+
 // Event describes one keyed send for [Options.Observe].
 type Event struct {
 	Outcome Outcome
-	// Binding is "JSONRPC" or "HTTP+JSON".
-	Binding string
-	// Version is the A2A protocol version the send was made in: "1.0" or "0.3".
-	Version string
+	// Binding is the protocol binding the send came in: [BindingJSONRPC] or
+	// [BindingHTTPJSON].
+	Binding ProtocolBinding
+	// Version is the A2A protocol version the send was made in: [Version10] or
+	// [Version03].
+	Version ProtocolVersion
 	// Streaming is true for SendStreamingMessage, message/stream and message:stream.
 	Streaming bool
 	// Scope is the scope the key was claimed in.

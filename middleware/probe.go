@@ -23,12 +23,12 @@ const probeWait = 500 * time.Millisecond
 func (x *exchange) executionRunning(taskID string) bool {
 	ctx, cancel := context.WithCancel(x.r.Context())
 	defer cancel()
-	pw := &probeWriter{header: make(http.Header), b: x.s.b, event: make(chan struct{})}
-	req := x.s.b.subscribeRequest(x.r, x.s, taskID).WithContext(ctx)
+	pw := &probeWriter{header: make(http.Header), d: x.s.d, event: make(chan struct{})}
+	req := x.s.d.subscribeRequest(x.r, x.s, taskID).WithContext(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		x.h.next.ServeHTTP(pw, req)
+		x.c.next.ServeHTTP(pw, req)
 	}()
 	timer := time.NewTimer(probeWait)
 	defer timer.Stop()
@@ -51,7 +51,7 @@ func (x *exchange) executionRunning(taskID string) bool {
 // nothing but whether the subscription carried an event or failed.
 type probeWriter struct {
 	header http.Header
-	b      binding
+	d      dialect
 	event  chan struct{} // closed at the first event that is not an error
 
 	mu      sync.Mutex
@@ -92,8 +92,8 @@ func (pw *probeWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	pw.held = nil
-	switch pw.b.eventOutcome(data).kind {
-	case outcomeTask, outcomeUpdate, outcomeMessage:
+	switch pw.d.eventCarry(data).kind {
+	case carryTask, carryUpdate, carryMessage:
 		pw.evented = true
 		close(pw.event)
 	default:

@@ -9,14 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	legacya2a "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v0/pbjson"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
@@ -65,32 +64,43 @@ func a2aRESTSend(body []byte) (*a2a.SendMessageRequest, bool) {
 	return &p, true
 }
 
-// a2av0JSONRPCSend decodes body as a2av0's JSON-RPC handler (and a2a-go v0.3.x's)
-// does, and returns the v1.0 SendMessageRequest it hands the request handler, or
-// false when it would answer an error without running anything.
-func a2av0JSONRPCSend(body []byte) (*a2a.SendMessageRequest, bool) {
-	var req a2aRequest
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
-		return nil, false
-	}
-	switch req.ID.(type) {
-	case nil, string, float64:
-	default:
-		return nil, false
-	}
-	if req.JSONRPC != "2.0" || (req.Method != "message/send" && req.Method != "message/stream") {
-		return nil, false
-	}
-	var p legacya2a.MessageSendParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, false
-	}
-	v1, err := a2av0.ToV1SendMessageRequest(&p)
+// a2av0JSONRPCSend returns how a2av0's JSON-RPC handler (and a2a-go v0.3.x's)
+// decodes body, from testdata/jsonrpc03-readings.json: the v1.0 SendMessageRequest
+// it hands the request handler, or false when it would answer an error without
+// running anything. known is false for a body the fixture does not hold. (The
+// harness module's TestReaderFixturesAreA2AGo holds the fixture to a2av0 itself.)
+func a2av0JSONRPCSend(t *testing.T, body []byte) (req *a2a.SendMessageRequest, ok, known bool) {
+	readings, err := jsonrpc03Readings()
 	if err != nil {
-		return nil, false
+		t.Fatalf("testdata/jsonrpc03-readings.json: %v", err)
 	}
-	return v1, true
+	raw, known := readings[string(body)]
+	if !known || string(raw) == "null" {
+		return nil, false, known
+	}
+	var p a2a.SendMessageRequest
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatalf("testdata/jsonrpc03-readings.json: %v", err)
+	}
+	return &p, true, true
 }
+
+// jsonrpc03Readings is the fixture of a2av0's JSON-RPC readings, by body.
+var jsonrpc03Readings = sync.OnceValues(func() (map[string]json.RawMessage, error) {
+	var entries []struct {
+		Body    string          `json:"body"`
+		Request json.RawMessage `json:"request"`
+	}
+	b, err := os.ReadFile("testdata/jsonrpc03-readings.json")
+	if err == nil {
+		err = json.Unmarshal(b, &entries)
+	}
+	m := make(map[string]json.RawMessage, len(entries))
+	for _, e := range entries {
+		m[e.Body] = e.Request
+	}
+	return m, err
+})
 
 // a2av0RESTSend decodes body as a2av0's HTTP+JSON handler does.
 func a2av0RESTSend(body []byte) (*a2a.SendMessageRequest, bool) {
@@ -192,6 +202,16 @@ var (
 	rest03Req = httptest.NewRequest("POST", "/x/v1/message:send", nil)
 )
 
+// readAlone reads body as a JSON-RPC send of dialect d alone: nil and false when
+// it is not one.
+func readAlone(d rpcDialect, body []byte) (*send, bool) {
+	s := readRPC(body)
+	if s == nil || s.d != d {
+		return nil, false
+	}
+	return s, true
+}
+
 // check fails when the middleware reads body differently from a2a-go, in any
 // dialect, or when the fast path would skip a body that carries a key. The body is
 // read as the middleware reads it (the first binding owning the path that reads a
@@ -208,19 +228,20 @@ func check(t *testing.T, body []byte) {
 		}
 	}
 	// Bindings read alone.
-	s, ok := jsonrpcBinding{}.readSend(jsonrpcReq, body)
+	s, ok := readAlone(jsonrpc10{}, body)
 	want, wantOK := a2aJSONRPCSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("JSON-RPC body %q: %s", body, d)
 	}
 	fastPath("JSON-RPC", want, wantOK)
-	s, ok = jsonrpc03Binding{}.readSend(jsonrpcReq, body)
-	want, wantOK = a2av0JSONRPCSend(body)
-	if d := agree(s, ok, want, wantOK); d != "" {
-		t.Fatalf("v0.3 JSON-RPC body %q: %s", body, d)
+	if want, wantOK, known := a2av0JSONRPCSend(t, body); known {
+		s, ok := readAlone(jsonrpc03{}, body)
+		if d := agree(s, ok, want, wantOK); d != "" {
+			t.Fatalf("v0.3 JSON-RPC body %q: %s", body, d)
+		}
+		fastPath("v0.3 JSON-RPC", want, wantOK)
 	}
-	fastPath("v0.3 JSON-RPC", want, wantOK)
-	s, ok = restBinding{}.readSend(restReq, body)
+	s, ok = rest10{}.readSend("/t/acme", false, body)
 	want, wantOK = a2aRESTSend(body)
 	if d := agree(s, ok, want, wantOK); d != "" {
 		t.Fatalf("HTTP+JSON body %q: %s", body, d)
@@ -232,29 +253,32 @@ func check(t *testing.T, body []byte) {
 		r      *http.Request
 		server string
 		decode func([]byte) (*a2a.SendMessageRequest, bool)
-		b      binding
+		b      dialect
 	}{
-		{jsonrpcReq, "v1.0 JSON-RPC", a2aJSONRPCSend, jsonrpcBinding{}},
-		{jsonrpcReq, "v0.3 JSON-RPC", a2av0JSONRPCSend, jsonrpc03Binding{}},
-		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, restBinding{}},
-		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, restBinding{}},
-		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03Binding{}},
+		{jsonrpcReq, "v1.0 JSON-RPC", a2aJSONRPCSend, jsonrpc10{}},
+		{jsonrpcReq, "v0.3 JSON-RPC", func(b []byte) (*a2a.SendMessageRequest, bool) {
+			req, ok, _ := a2av0JSONRPCSend(t, b)
+			return req, ok
+		}, jsonrpc03{}},
+		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, rest10{}},
+		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, rest10{}},
+		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03{}},
 	} {
 		want, ok := tc.decode(body)
 		if !ok || !runs(want) {
 			continue
 		}
-		s := readSend(defaultBindings, tc.r, body)
+		s := route(tc.r, body)
 		if d := agreeKey(s, want); d != "" {
 			t.Fatalf("%s body %q: %s", tc.server, body, d)
 		}
 		fastPath(tc.server, want, ok)
-		if s.b != tc.b {
+		if s.d != tc.b {
 			// Only a crafted body holding both a v1.0 message's parts and a v0.3
 			// message's content, which a v1.0 server under /v1 runs, is read in the
 			// other dialect; the key is the same (checked above).
-			if tc.r != rest03Req || tc.b != (restBinding{}) || !hasContent(body) {
-				t.Fatalf("%s body %q read as %s %s", tc.server, body, s.b.name(), s.b.version())
+			if tc.r != rest03Req || tc.b != (rest10{}) || !hasContent(body) {
+				t.Fatalf("%s body %q read as %s %s", tc.server, body, s.d.framing(), s.d.version())
 			}
 			continue
 		}
@@ -378,27 +402,53 @@ func (a *seenAgent) last() *a2a.Message {
 	return m
 }
 
+// server03Runs reads testdata/server03-runs.json: the message a2a-go's v0.3
+// handlers (a2acompat/a2av0, at paths /v03 and /v1/message:send) handed the agent
+// for each tricky body, by path and body, nil when they ran nothing. The harness
+// module's TestReaderFixturesAreA2AGo holds the fixture to those handlers.
+func server03Runs(t *testing.T) map[string]*a2a.Message {
+	var entries []struct {
+		Path string       `json:"path"`
+		Body string       `json:"body"`
+		Ran  *a2a.Message `json:"ran"`
+	}
+	readFixture(t, "server03-runs.json", &entries)
+	runs := make(map[string]*a2a.Message, len(entries))
+	for _, e := range entries {
+		runs[e.Path+" "+e.Body] = e.Ran
+	}
+	return runs
+}
+
 // The middleware reads the messageId and the key the real a2a-go server hands its
 // agent, for every tricky body, in every dialect: a2a-go's v1.0 handlers, its v0.3
-// handlers (a2acompat/a2av0), and a v1.0 HTTP+JSON handler mounted under /v1, where
-// v0.3's paths are.
+// handlers (a2acompat/a2av0, through the fixture server03Runs reads), and a v1.0
+// HTTP+JSON handler mounted under /v1, where v0.3's paths are.
 func TestReaderAgreesWithServer(t *testing.T) {
 	agent := &seenAgent{}
 	rh := a2asrv.NewHandler(agent, a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	handlers := map[string]http.Handler{
 		"/jsonrpc":               a2asrv.NewJSONRPCHandler(rh),
 		"/t/acme/message:send":   http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", rh)),
-		"/v03":                   a2av0.NewJSONRPCHandler(rh),
-		"/v1/message:send":       a2av0.NewRESTHandler(rh),
 		"/api/v1/message:stream": http.StripPrefix("/api/v1", a2asrv.NewRESTHandler(rh)),
+	}
+	runs03 := server03Runs(t)
+	ran := func(path, body string) *a2a.Message {
+		if h, ok := handlers[path]; ok {
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", path, strings.NewReader(body)))
+			return agent.last()
+		}
+		m, ok := runs03[path+" "+body]
+		if !ok {
+			t.Fatalf("testdata/server03-runs.json has no run of %s %q: regenerate it in the harness module", path, body)
+		}
+		return m
 	}
 	rpc, rest, rpc03, rest03 := trickyBodies()
 	executed := 0
 	run := func(path, version, body string) {
-		w := httptest.NewRecorder()
-		handlers[path].ServeHTTP(w, httptest.NewRequest("POST", path, strings.NewReader(body)))
-		got := agent.last()
-		s := readSend(defaultBindings, httptest.NewRequest("POST", path, nil), []byte(body))
+		got := ran(path, body)
+		s := route(httptest.NewRequest("POST", path, nil), []byte(body))
 		if got == nil {
 			return // the server ran nothing
 		}
@@ -406,8 +456,8 @@ func TestReaderAgreesWithServer(t *testing.T) {
 		if s == nil || !s.hasMessage {
 			t.Fatalf("%s %q: the server ran message %q; the middleware did not read a send", path, body, got.ID)
 		}
-		if s.b.version() != version {
-			t.Fatalf("%s %q: read as %s %s, want version %s", path, body, s.b.name(), s.b.version(), version)
+		if string(s.d.version()) != version {
+			t.Fatalf("%s %q: read as %s %s, want version %s", path, body, s.d.framing(), s.d.version(), version)
 		}
 		key, keyed, err := idempotency.KeyOf(got.Metadata)
 		if s.messageID != got.ID || s.key != key || s.keyed != (keyed || err != nil) || !sameError(s.keyErr, err) {

@@ -14,7 +14,7 @@ import (
 func (x *exchange) replay(rec idempotency.Record) {
 	defer x.observe(OutcomeReplayed)
 	if rec.Reply != nil {
-		writeResult(x.w, x.s, result{message: rec.Reply})
+		writeProduct(x.w, x.s, product{message: rec.Reply})
 		return
 	}
 	if x.s.streaming {
@@ -29,10 +29,10 @@ func (x *exchange) replay(rec idempotency.Record) {
 func (x *exchange) answerTask(rec idempotency.Record) {
 	res, f := x.readTask(rec)
 	if f != nil {
-		writeFailure(x.w, x.s.b, x.s, f, true)
+		writeFailure(x.w, x.s.d, x.s, f, true)
 		return
 	}
-	writeResult(x.w, x.s, res)
+	writeProduct(x.w, x.s, res)
 }
 
 // readTask reads the key's task as it is now, with its history shaped by the
@@ -46,57 +46,60 @@ func (x *exchange) answerTask(rec idempotency.Record) {
 // and its reply is recorded when it answers. The task of an older claim that is not
 // found is gone, unless a subscription shows its execution still running here
 // (executionRunning).
-func (x *exchange) readTask(rec idempotency.Record) (result, *failure) {
-	m := x.h.m
-	deadline := time.Now().Add(m.opts.ReplayWait)
+func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
+	deadline := time.Now().Add(x.c.replayWait)
 	interval := 10 * time.Millisecond
 	for {
 		task, f := x.readTaskOnce(rec.TaskID)
 		if f == nil {
-			return result{task: shapeHistory(task, x.s.historyLength)}, nil
+			return x.shapedTask(task), nil
 		}
-		young := time.Since(rec.ClaimedAt) < m.opts.Lease
+		young := time.Since(rec.ClaimedAt) < x.c.lease
 		if f.notFound() && !young && x.executionRunning(rec.TaskID) {
 			// An agent slower to its first event than the lease is long.
 			x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored yet but its execution running; retry answered 409",
 				slog.String("task_id", rec.TaskID))
-			return result{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
+			return product{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
 		}
 		if !f.notFound() || !young {
 			if f.kind == failUnavailable {
 				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",
 					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
 			}
-			return result{}, f
+			return product{}, f
 		}
 		if time.Until(deadline) <= 0 {
 			// The agent is still before its first event (or deciding on a Message
 			// reply): the task does not exist yet, but it is not gone either.
 			x.logAttrs(slog.LevelInfo, "idempotency: key bound but its task not stored yet, retry answered 409",
 				slog.String("task_id", rec.TaskID))
-			return result{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
+			return product{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
 		}
 		timer := time.NewTimer(min(interval, time.Until(deadline)))
 		select {
 		case <-timer.C:
 		case <-x.r.Context().Done():
 			timer.Stop()
-			return result{}, f
+			return product{}, f
 		}
 		interval = min(2*interval, 250*time.Millisecond)
-		ctx, cancel := m.indexContext(x.r, false)
-		got, found, err := m.index.Lookup(ctx, x.scope, x.s.key)
-		cancel()
+		got, found, err := x.c.lookup(x.r.Context(), x.k)
 		if err == nil && found && got.MessageID == x.s.messageID && got.Reply != nil {
-			return result{message: got.Reply}, nil
+			return product{message: got.Reply}, nil
 		}
 	}
+}
+
+// shapedTask returns task, v1.0 JSON, with its history shaped by the retry's
+// historyLength.
+func (x *exchange) shapedTask(task []byte) product {
+	return product{task: shapeHistory(task, x.s.historyLength)}
 }
 
 // readTaskOnce reads task taskID through Options.Tasks, or through the wrapped
 // handler with the retry's own headers, so that the server's authorization applies.
 func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
-	if tr := x.h.m.opts.Tasks; tr != nil {
+	if tr := x.c.tasks; tr != nil {
 		task, err := tr.ReadTask(x.r.Context(), x.r, x.s.tenant, taskID)
 		switch {
 		case errNotFound(err):
@@ -109,8 +112,8 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 		return task, nil
 	}
 	bw := &bufferWriter{header: make(http.Header)}
-	x.h.next.ServeHTTP(bw, x.s.b.taskRequest(x.r, x.s, taskID))
-	return x.s.b.taskAnswer(bw.code(), bw.buf.Bytes())
+	x.c.next.ServeHTTP(bw, x.s.d.taskRequest(x.r, x.s, taskID))
+	return x.s.d.taskAnswer(bw.code(), bw.buf.Bytes())
 }
 
 // replayStream answers a streaming retry: the task first, then, while the task is
@@ -118,7 +121,7 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 // finished (a2a-go then refuses the subscription) the answer is the task alone.
 func (x *exchange) replayStream(rec idempotency.Record) {
 	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header), taskID: rec.TaskID}
-	x.h.next.ServeHTTP(sw, x.s.b.subscribeRequest(x.r, x.s, rec.TaskID))
+	x.c.next.ServeHTTP(sw, x.s.d.subscribeRequest(x.r, x.s, rec.TaskID))
 	if sw.passing {
 		return
 	}
@@ -185,40 +188,47 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	x := sw.x
-	out := x.s.b.eventOutcome(data)
-	switch out.kind {
-	case outcomeTask:
-		task, ok := x.s.b.eventTask(data)
-		if !ok {
-			sw.dropping = true
-			break
-		}
-		first, err := x.s.b.result(x.s, result{task: shapeHistory(task, x.s.historyLength)})
-		if err != nil {
-			sw.dropping = true
-			break
-		}
-		sw.start(first, sw.held[end:])
-	case outcomeUpdate:
-		// The task first all the same, as it reads now; this update and the later
-		// ones follow it.
-		var first []byte
-		if task, f := x.readTaskOnce(sw.taskID); f == nil {
-			first, _ = x.s.b.result(x.s, result{task: shapeHistory(task, x.s.historyLength)})
-		}
-		sw.start(first, sw.held)
-	case outcomeMessage:
-		// Not a task's stream: pass it on as it is.
-		sw.start(nil, sw.held)
-	default:
-		sw.dropping = true
-	}
+	sw.firstEvent(data, end)
 	sw.held = nil
 	if sw.err != nil {
 		return 0, sw.err
 	}
 	return len(p), nil
+}
+
+// firstEvent acts on the subscription's first event, data, which ends at end of the
+// held bytes: the retry's answer starts with the task, or the subscription is
+// dropped.
+func (sw *subscribeWriter) firstEvent(data []byte, end int) {
+	x := sw.x
+	out := x.s.d.eventCarry(data)
+	switch out.kind {
+	case carryTask:
+		task, ok := x.s.d.eventTask(data)
+		if !ok {
+			sw.dropping = true
+			return
+		}
+		first, err := x.s.d.product(x.s, x.shapedTask(task))
+		if err != nil {
+			sw.dropping = true
+			return
+		}
+		sw.start(first, sw.held[end:])
+	case carryUpdate:
+		// The task first all the same, as it reads now; this update and the later
+		// ones follow it.
+		var first []byte
+		if task, f := x.readTaskOnce(sw.taskID); f == nil {
+			first, _ = x.s.d.product(x.s, x.shapedTask(task))
+		}
+		sw.start(first, sw.held)
+	case carryMessage:
+		// Not a task's stream: pass it on as it is.
+		sw.start(nil, sw.held)
+	default:
+		sw.dropping = true
+	}
 }
 
 // start begins the answer to the retry: the event first (when not nil), then rest.
@@ -230,7 +240,7 @@ func (sw *subscribeWriter) start(first, rest []byte) {
 			h[k] = v
 		}
 	}
-	addExtensionHeaders(h, sw.x.s.b)
+	addExtensionHeaders(h, sw.x.s.d)
 	writeEventHeaders(sw.w)
 	if first != nil {
 		if sw.err = writeEvent(sw.w, first); sw.err != nil {

@@ -6,21 +6,23 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/a2akit/idempotency/middleware/internal/v1json"
 )
 
-// restBinding is the HTTP+JSON binding of A2A v1.0, as a2a-go's a2asrv.NewRESTHandler
+// rest10 is the HTTP+JSON binding of A2A v1.0, as a2a-go's a2asrv.NewRESTHandler
 // and NewTenantRESTHandler serve it: POST {prefix}/message:send and
 // {prefix}/message:stream, where the prefix is the mount point and the tenant
 // segment, if any.
-type restBinding struct{}
+type rest10 struct{}
 
 const (
 	restSendSuffix   = "/message:send"
 	restStreamSuffix = "/message:stream"
 )
 
-func (restBinding) name() string    { return "HTTP+JSON" }
-func (restBinding) version() string { return version10 }
+func (rest10) framing() ProtocolBinding { return BindingHTTPJSON }
+func (rest10) version() ProtocolVersion { return Version10 }
 
 // restSend splits the path of an HTTP+JSON send into the prefix before
 // /message:send or /message:stream, and reports whether it is a stream; ok is false
@@ -34,21 +36,15 @@ func restSend(r *http.Request) (prefix string, streaming, ok bool) {
 	return p, false, ok
 }
 
-// owns reports whether r is an HTTP+JSON send.
-func (restBinding) owns(r *http.Request) bool {
-	_, _, ok := restSend(r)
-	return ok
-}
-
-func (b restBinding) readSend(r *http.Request, body []byte) (*send, bool) {
-	s := &send{b: b}
-	s.prefix, s.streaming, _ = restSend(r)
-	// a2asrv decodes the body with a json.Decoder, as here, and answers a parse error
-	// without running anything when that fails.
+// readSend reads body as a send at prefix, as a2asrv decodes it (a json.Decoder, so
+// bytes after the first value are ignored), and reports whether it decodes; a2asrv
+// answers a parse error without running anything.
+func (b rest10) readSend(prefix string, streaming bool, body []byte) (*send, bool) {
 	var p sendParams
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&p); err != nil {
 		return nil, false
 	}
+	s := &send{d: b, prefix: prefix, streaming: streaming}
 	p.fill(s)
 	return s, true
 }
@@ -65,21 +61,21 @@ type restStatus struct {
 	Details []errorInfo `json:"details,omitempty"`
 }
 
-func (restBinding) sendOutcome(status int, body []byte) outcome {
+func (rest10) sendCarry(status int, body []byte) carry {
 	if status < 200 || status > 299 {
-		return outcome{kind: outcomeFailed}
+		return carry{kind: carryError}
 	}
-	return streamResponseOutcome(body)
+	return streamResponseCarry(body)
 }
 
-func (restBinding) eventOutcome(data []byte) outcome {
+func (rest10) eventCarry(data []byte) carry {
 	if f := eventError(data); f != nil {
-		return outcome{kind: outcomeFailed, fail: f}
+		return carry{kind: carryError, fail: f}
 	}
-	return streamResponseOutcome(data)
+	return streamResponseCarry(data)
 }
 
-func (restBinding) eventTask(data []byte) ([]byte, bool) { return streamResponseTask(data) }
+func (rest10) eventTask(data []byte) ([]byte, bool) { return streamResponseTask(data) }
 
 // eventError returns the error an HTTP+JSON event carries ({"error": google.rpc.Status},
 // with the HTTP status in its code) as a failure to relay, or nil.
@@ -99,13 +95,11 @@ func eventError(data []byte) *failure {
 	return &failure{kind: failRelayed, status: status, raw: data}
 }
 
-func (restBinding) result(_ *send, res result) ([]byte, error) {
+func (rest10) product(_ *send, res product) ([]byte, error) {
 	return append(streamResponse(res), '\n'), nil
 }
 
-func (restBinding) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
-
-func (restBinding) extensionHeaders() []string { return extensionHeaders10 }
+func (rest10) failure(_ *send, f *failure) (int, []byte, bool) { return restFailure(f) }
 
 // restFailure answers with the HTTP status and a google.rpc.Status body, on
 // message:stream too: a2a-go's clients (v1.0, and v0.3 in a2acompat/a2av0) read any
@@ -140,7 +134,13 @@ func restFailure(f *failure) (int, []byte, bool) {
 	return status, append(body, '\n'), false
 }
 
-func (restBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (rest10) taskRequest(r *http.Request, s *send, taskID string) *http.Request {
+	return restTaskRequest(r, s, taskID)
+}
+
+// restTaskRequest returns the GET {prefix}/tasks/{id}?historyLength=n of both
+// versions' HTTP+JSON bindings.
+func restTaskRequest(r *http.Request, s *send, taskID string) *http.Request {
 	u := *r.URL
 	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID, ""
 	u.RawQuery = ""
@@ -150,7 +150,7 @@ func (restBinding) taskRequest(r *http.Request, s *send, taskID string) *http.Re
 	return derivedRequest(r, http.MethodGet, u, nil, "application/json")
 }
 
-func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
+func (rest10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	return restTaskAnswer(status, body)
 }
 
@@ -158,7 +158,7 @@ func (restBinding) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // failure to pass on.
 func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status == http.StatusOK {
-		if !isJSONObject(body) {
+		if !v1json.IsObject(body) {
 			return nil, taskMissing()
 		}
 		return bytes.TrimSpace(body), nil
@@ -171,7 +171,7 @@ func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	return nil, &failure{kind: failRelayed, status: status, raw: body, taskNotFound: status == http.StatusNotFound}
 }
 
-func (restBinding) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
+func (rest10) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {
 	u := *r.URL
 	u.Path, u.RawPath = s.prefix+"/tasks/"+taskID+":subscribe", ""
 	u.RawQuery = ""

@@ -82,26 +82,26 @@ func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 
 // outcome returns what the members carry. The message is passed on as it is: a
 // binding of another version converts it.
-func (v streamMembers) outcome() outcome {
+func (v streamMembers) carry() carry {
 	switch {
 	case !isNull(v.Task):
 		if id := objectID(v.Task, "id"); id != "" {
-			return outcome{kind: outcomeTask, taskID: id}
+			return carry{kind: carryTask, taskID: id}
 		}
 	case !isNull(v.Message):
 		if v.Message[0] == '{' {
-			return outcome{kind: outcomeMessage, message: v.Message}
+			return carry{kind: carryMessage, message: v.Message}
 		}
 	case !isNull(v.StatusUpdate):
 		if id := objectID(v.StatusUpdate, "taskId"); id != "" {
-			return outcome{kind: outcomeUpdate, taskID: id}
+			return carry{kind: carryUpdate, taskID: id}
 		}
 	case !isNull(v.ArtifactUpdate):
 		if id := objectID(v.ArtifactUpdate, "taskId"); id != "" {
-			return outcome{kind: outcomeUpdate, taskID: id}
+			return carry{kind: carryUpdate, taskID: id}
 		}
 	}
-	return outcome{}
+	return carry{}
 }
 
 // task returns the task the members carry, or false.
@@ -133,13 +133,13 @@ func objectID(raw json.RawMessage, name string) string {
 	return t.ID
 }
 
-// streamResponseOutcome reads a v1.0 SendMessageResponse or StreamResponse.
-func streamResponseOutcome(raw json.RawMessage) outcome {
+// streamResponseCarry reads a v1.0 SendMessageResponse or StreamResponse.
+func streamResponseCarry(raw json.RawMessage) carry {
 	v, ok := readStreamMembers(raw)
 	if !ok {
-		return outcome{}
+		return carry{}
 	}
-	return v.outcome()
+	return v.carry()
 }
 
 // streamResponseTask returns the task of a v1.0 SendMessageResponse or
@@ -153,7 +153,7 @@ func streamResponseTask(raw json.RawMessage) ([]byte, bool) {
 }
 
 // streamResponse returns the v1.0 SendMessageResponse (or StreamResponse) carrying res.
-func streamResponse(res result) []byte {
+func streamResponse(res product) []byte {
 	member, value := "task", res.task
 	if res.message != nil {
 		member, value = "message", res.message

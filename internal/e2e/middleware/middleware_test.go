@@ -60,7 +60,7 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
-			if e := h.lastEvent(); e.Binding != m.binding || e.Version != m.version || e.Scope != "" {
+			if e := h.lastEvent(); e.Binding != middleware.ProtocolBinding(m.binding) || e.Version != middleware.ProtocolVersion(m.version) || e.Scope != "" {
 				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.binding, m.version)
 			}
 		})
@@ -341,7 +341,7 @@ func TestReplayThroughTaskReader(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			const lease = 300 * time.Millisecond
 			h := newHarness(t, harnessConfig{record: true, opts: middleware.Options{Lease: lease},
-				tasks: func(h *harness) middleware.TaskReader { return storeReader{h} }})
+				tasks: func(h *harness) middleware.TaskSource { return storeReader{h} }})
 			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo through the reader")

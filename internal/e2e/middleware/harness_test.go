@@ -172,7 +172,7 @@ type harnessConfig struct {
 	card    http.Handler                         // nil: a static a2a-go card
 	inner   http.Handler                         // nil: the a2a-go mux
 	record  bool                                 // record what the wrapped handler received and wrote
-	tasks   func(*harness) middleware.TaskReader // sets opts.Tasks
+	tasks   func(*harness) middleware.TaskSource // sets opts.Tasks
 	// mount, when set, adds routes to the a2a-go mux, over its request handler.
 	mount func(mux *http.ServeMux, rh a2asrv.RequestHandler)
 	// wrap, when set, wraps the a2a-go mux (not inner) before the middleware.

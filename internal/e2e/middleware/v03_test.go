@@ -253,7 +253,7 @@ func (badReader) ReadTask(context.Context, *http.Request, string, string) ([]byt
 func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 	for _, d := range []dialect{jsonrpc03, rest03} {
 		t.Run(d.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{tasks: func(*harness) middleware.TaskReader { return badReader{} }})
+			h := newHarness(t, harnessConfig{tasks: func(*harness) middleware.TaskSource { return badReader{} }})
 			c := h.client(d, "", "")
 			msg := keyedMessage(t, idempotency.NewKey(), "echo unconvertible")
 			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {

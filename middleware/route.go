@@ -1,0 +1,97 @@
+package middleware
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// The dialects the middleware serves are a grid, framing × version:
+//
+//	            v1.0        v0.3
+//	JSON-RPC    jsonrpc10   jsonrpc03    (jsonrpc.go, jsonrpc03.go)
+//	HTTP+JSON   rest10      rest03       (rest.go, rest03.go)
+//
+// route is the one place that decides which cell a request belongs to.
+var (
+	_ rpcDialect = jsonrpc10{}
+	_ rpcDialect = jsonrpc03{}
+	_ dialect    = rest10{}
+	_ dialect    = rest03{}
+)
+
+// rpcDialect is a JSON-RPC dialect: it reads the params of its send calls.
+type rpcDialect interface {
+	dialect
+	// readParams reads a send call's params into s, exactly as the server behind
+	// decodes them, and reports whether they decode (the server refuses the call
+	// before anything runs when they do not).
+	readParams(s *send, params json.RawMessage) bool
+}
+
+// rpcSend is the dialect of a JSON-RPC send method, and whether it streams.
+type rpcSend struct {
+	d         rpcDialect
+	streaming bool
+}
+
+// rpcSends are the JSON-RPC methods that send a message, in both versions.
+var rpcSends = map[string]rpcSend{
+	methodSendMessage:          {jsonrpc10{}, false},
+	methodSendStreamingMessage: {jsonrpc10{}, true},
+	method03Send:               {jsonrpc03{}, false},
+	method03Stream:             {jsonrpc03{}, true},
+}
+
+// route reads the POST r, whose body is body, as the server behind will, and returns
+// the send it is, or nil when it is none (another method, a body that does not
+// decode):
+//
+//   - a path ending in /message:send or /message:stream is HTTP+JSON: v0.3's when
+//     the prefix ends in /v1 and the message has a "content" member (see rest03),
+//     else v1.0's;
+//   - any other path is JSON-RPC, and the method names the version.
+func route(r *http.Request, body []byte) *send {
+	prefix, streaming, isREST := restSend(r)
+	if !isREST {
+		return readRPC(body)
+	}
+	if strings.HasSuffix(prefix, restPrefix03) {
+		if s, ok := (rest03{}).readSend(prefix, streaming, body); ok {
+			return s
+		}
+	}
+	s, _ := rest10{}.readSend(prefix, streaming, body)
+	return s
+}
+
+// readRPC reads body as a JSON-RPC send call, in the dialect its method names, or
+// returns nil.
+func readRPC(body []byte) *send {
+	req, ok := readCall(body)
+	if !ok {
+		return nil
+	}
+	m, ok := rpcSends[req.Method]
+	if !ok {
+		return nil
+	}
+	s := &send{d: m.d, streaming: m.streaming, id: req.ID}
+	if !m.d.readParams(s, req.Params) {
+		return nil
+	}
+	return s
+}
+
+// framingOf returns the dialect that answers r when its body could not be read (too
+// large, broken): the one route would pick from the path alone.
+func framingOf(r *http.Request) dialect {
+	prefix, _, isREST := restSend(r)
+	switch {
+	case !isREST:
+		return jsonrpc10{}
+	case strings.HasSuffix(prefix, restPrefix03):
+		return rest03{}
+	}
+	return rest10{}
+}
