@@ -191,7 +191,10 @@ func bindEntry(e *refEntry, b idempotency.Binding) error {
 	case same:
 		return nil
 	case e.pending(), e.taskID != "" && e.reply == nil && b.TaskID == e.taskID:
-		e.taskID, e.reply = b.TaskID, bytes.Clone(b.Reply)
+		e.taskID, e.reply = b.TaskID, nil
+		if len(b.Reply) > 0 {
+			e.reply = bytes.Clone(b.Reply)
+		}
 		return nil
 	}
 	return fmt.Errorf("refindex: bind: %w", idempotency.ErrAlreadyBound)
