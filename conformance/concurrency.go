@@ -342,6 +342,9 @@ func (e *env) racingTakeover(name string, late func(ix idempotency.KeyIndex, key
 			if i == 0 {
 				return idempotency.Claim{}, late(ixs[0], key, old)
 			}
+			// Retries arrive spread over a few hundred microseconds, as they do, so
+			// that some land while the late call is under way.
+			time.Sleep(time.Duration(i%8) * 40 * time.Microsecond)
 			return ixs[i%len(ixs)].Claim(e.ctx, "", key, msgA, longLease)
 		})
 		if err != nil {

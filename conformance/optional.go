@@ -722,7 +722,7 @@ func checkSweepRacingClaims(e *env) error {
 		}
 	}
 	e.since(time.Now()).to(e.h.TTL + e.ttlMargin())
-	p := idempotency.RetentionPolicy{KeyMaxAge: e.h.TTL, BatchSize: 1}
+	p := idempotency.RetentionPolicy{KeyMaxAge: e.h.TTL}
 	var rep idempotency.PurgeReport
 	out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
 		if i == 0 {
@@ -730,6 +730,7 @@ func checkSweepRacingClaims(e *env) error {
 			rep, err = s.PurgeExpired(e.ctx, p)
 			return idempotency.Claim{}, err
 		}
+		time.Sleep(time.Duration(i%8) * 40 * time.Microsecond) // spread the claims over the sweep
 		return ixs[i%len(ixs)].Claim(e.ctx, scope, keys[i-1], msgB, longLease)
 	})
 	if err != nil {
