@@ -20,7 +20,8 @@ type Harness struct {
 	// Index is the index under test. It should be fresh: the suite builds a new Harness
 	// for every check, and although the checks use random keys, and random scopes where
 	// they count keys, a storage shared with another check running at the same time
-	// could make a count or a sweep report differ.
+	// could make a count or a sweep report differ (SweepBatches and
+	// SweepCancelledMidway want KeysDeleted to be exactly the keys the check made old).
 	Index idempotency.KeyIndex
 
 	// Advance moves the clock of Index (and of every handle OpenHandle opens) forward
