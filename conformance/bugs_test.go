@@ -98,6 +98,18 @@ const (
 	bugCapsReply          bug = "CapsReply"          // a 64 KiB column
 )
 
+// takeoverLease returns the lease end and length of a takeover at now with lease, of
+// a claim made at claimedAt whose lease was leaseLen long.
+func (b bug) takeoverLease(now, claimedAt time.Time, leaseLen, lease time.Duration) (time.Time, time.Duration) {
+	switch b {
+	case bugTakeoverOldLeaseLength:
+		return now.Add(leaseLen), leaseLen // the stored lease length reused
+	case bugTakeoverLeaseFromClaim:
+		return claimedAt.Add(lease), lease // from claimed_at, not from now
+	}
+	return now.Add(lease), lease
+}
+
 var frontBugs = map[bug]bool{
 	bugIgnoresContext: true, bugCtxErrNotWrapped: true, bugLenientInput: true, bugJoinsScopeAndKey: true,
 	bugJoinsKeyFirst: true, bugScopeIgnored: true, bugNormalizesScope: true, bugSanitizesScope: true,

@@ -143,29 +143,20 @@ func checkExactlyOneWinnerOtherMessages(e *env) error {
 // retries of the same message at once take it over exactly once: one Claimed, with a
 // new token, the others HeldBySameMessage.
 func checkExactlyOneTakeover(e *env) error {
-	const keys = 10
-	lease := e.lease()
-	owned := make(map[string]idempotency.Token, keys)
-	start := time.Now()
-	for range keys {
-		key := e.key()
-		tok, err := e.own("", key, msgA, lease)
-		if err != nil {
-			return err
-		}
-		owned[key] = tok
+	const n = 10
+	keys, toks, err := e.abandon("", n)
+	if err != nil {
+		return err
 	}
-	e.since(start).to(lease + e.margin())
-	i := 0
-	for key, old := range owned {
-		i++
+	for i, key := range keys {
+		old := toks[i]
 		out, err := e.together(racers, func(int) (idempotency.Claim, error) {
 			return e.ix.Claim(e.ctx, "", key, msgA, longLease)
 		})
 		if err != nil {
 			return err
 		}
-		what := fmt.Sprintf("takeover of key %d of %d", i, keys)
+		what := fmt.Sprintf("takeover of key %d of %d", i+1, n)
 		w, err := oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
 		if err != nil {
 			return err
@@ -325,19 +316,12 @@ func (e *env) racingTakeover(name string, late func(ix idempotency.KeyIndex, key
 	if err != nil {
 		return err
 	}
-	lease := e.lease()
-	owned := make(map[string]idempotency.Token, raceKeys)
-	start := time.Now()
-	for range raceKeys {
-		key := e.key()
-		tok, err := e.own("", key, msgA, lease)
-		if err != nil {
-			return err
-		}
-		owned[key] = tok
+	keys, toks, err := e.abandon("", raceKeys)
+	if err != nil {
+		return err
 	}
-	e.since(start).to(lease + e.margin())
-	for key, old := range owned {
+	for k, key := range keys {
+		old := toks[k]
 		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
 			if i == 0 {
 				return idempotency.Claim{}, late(ixs[0], key, old)

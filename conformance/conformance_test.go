@@ -179,7 +179,7 @@ func TestSkipsNameWhatIsMissing(t *testing.T) {
 		{"KeySurvivesTaskDeletion", func(t *testing.T) Harness { h := full.harness(t); h.DeleteTask = nil; return h }, "Harness.DeleteTask"},
 		{"HonoursKeys", hidden, "idempotency.Honouring"},
 		{"CapacityCountsClaims", hidden, "idempotency.CapacityReporter"},
-		{"CapacityFullAbandoned", refConfig{}.harness, "Capacity reports 0"},
+		{"CapacityFullAbandoned", refConfig{}.harness, "Capacity.Limit is 0"},
 		{"SweepBatches", hidden, "idempotency.Sweeper"},
 	}
 	for _, tt := range tests {

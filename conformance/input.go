@@ -133,13 +133,11 @@ func checkCancelledClaim(e *env) error {
 // checkCancelledTakeover: a Claim with a done context takes nothing over: the claim
 // whose lease ended stays with its owner, who can still bind it.
 func checkCancelledTakeover(e *env) error {
-	key, lease := e.key(), e.lease()
-	start := time.Now()
-	tok, err := e.own("", key, msgA, lease)
+	keys, toks, err := e.abandon("", 1)
 	if err != nil {
 		return err
 	}
-	e.since(start).to(lease + e.margin())
+	key, tok := keys[0], toks[0]
 	for name, ctx := range e.doneContexts() {
 		c, err := e.ix.Claim(ctx, "", key, msgA, longLease)
 		if err := wantCtxErr(fmt.Sprintf("Claim of an abandoned claim (a takeover) with %s (result %s)", name, describe(c)), ctx, err); err != nil {

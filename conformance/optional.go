@@ -99,19 +99,38 @@ func checkCapacityCountsClaims(e *env) error {
 	return nil
 }
 
-// fill claims a scope's whole capacity, binding every other key, and returns the keys
-// and tokens. It skips when the index has no bound, or one too large to fill.
-func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []idempotency.Token, error) {
+// fillable returns the Capacity of a fresh scope that a check can fill: errUnbounded
+// when the index reports no bound, and a skip when the bound is too large to fill.
+func (e *env) fillable(c idempotency.CapacityReporter, scope string) (idempotency.Capacity, error) {
 	capa, err := e.wantHeldCount(c, scope, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("fresh scope: %w", err)
-	}
 	switch {
+	case err != nil:
+		return capa, fmt.Errorf("fresh scope: %w", err)
 	case capa.Limit == 0:
-		return nil, nil, errUnbounded
+		return capa, errUnbounded
 	case capa.Limit > maxFill:
-		return nil, nil, skipf("the index bounds a scope to %d keys, more than the %d this check fills; "+
+		return capa, skipf("the index bounds a scope to %d keys, more than the %d this check fills; "+
 			"build the index with a smaller bound to check it", capa.Limit, maxFill)
+	}
+	return capa, nil
+}
+
+// bounded is fillable for checks that need a bound: they skip when there is none.
+func (e *env) bounded(c idempotency.CapacityReporter, scope string) (idempotency.Capacity, error) {
+	capa, err := e.fillable(c, scope)
+	if errors.Is(err, errUnbounded) {
+		return capa, skipf("%v", err)
+	}
+	return capa, err
+}
+
+// fill claims a scope's whole capacity, binding every other key, and returns the keys
+// and tokens. It returns errUnbounded when the index has no bound, and skips when the
+// bound is too large to fill.
+func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []idempotency.Token, error) {
+	capa, err := e.fillable(c, scope)
+	if err != nil {
+		return nil, nil, err
 	}
 	keys := make([]string, capa.Limit)
 	toks := make([]idempotency.Token, capa.Limit)
@@ -220,10 +239,10 @@ func checkCapacityIgnoresExpired(e *env) error {
 	}
 	scope := e.scope()
 	start := time.Now()
+	if _, err := e.bounded(c, scope); err != nil {
+		return err
+	}
 	if _, _, err := e.fill(c, scope); err != nil {
-		if errors.Is(err, errUnbounded) {
-			return skipf("%v", err)
-		}
 		return err
 	}
 	e.since(start).to(e.h.TTL + e.ttlMargin())
@@ -497,30 +516,6 @@ func checkSweepCancelled(e *env) error {
 	return nil
 }
 
-// fillAbandoned fills scope with pending claims whose lease then ends, and returns
-// their keys and tokens. It skips when the index reports no bound or one too large.
-func (e *env) fillAbandoned(c idempotency.CapacityReporter, scope string) ([]string, []idempotency.Token, error) {
-	capa, err := e.wantHeldCount(c, scope, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("fresh scope: %w", err)
-	}
-	if capa.Limit == 0 || capa.Limit > maxFill {
-		return nil, nil, skipf("the check needs a bound of 1 to %d keys per scope; Capacity reports %d", maxFill, capa.Limit)
-	}
-	lease := e.lease()
-	keys := make([]string, capa.Limit)
-	toks := make([]idempotency.Token, capa.Limit)
-	start := time.Now()
-	for i := range keys {
-		keys[i] = e.key()
-		if toks[i], err = e.own(scope, keys[i], msgA, lease); err != nil {
-			return nil, nil, fmt.Errorf("claim %d of %d (the scope's bound): %w", i+1, capa.Limit, err)
-		}
-	}
-	e.since(start).to(lease + e.margin())
-	return keys, toks, nil
-}
-
 // checkCapacityFullAbandoned: a scope full of abandoned claims (pending, lease ended)
 // is still full: a new key gets ErrFull and no claim is evicted; a retry takes one
 // over (a takeover is not a new key), another message is refused, and the old owner
@@ -531,9 +526,13 @@ func checkCapacityFullAbandoned(e *env) error {
 		return err
 	}
 	scope := e.scope()
-	keys, toks, err := e.fillAbandoned(c, scope)
+	capa, err := e.bounded(c, scope)
 	if err != nil {
 		return err
+	}
+	keys, toks, err := e.abandon(scope, capa.Limit)
+	if err != nil {
+		return fmt.Errorf("filling a scope bounded to %d keys: %w", capa.Limit, err)
 	}
 	got, err := e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
 	if err := wantErr(fmt.Sprintf("Claim of a new key in a scope full of abandoned claims (result %s; never evict a pending claim)",
@@ -568,12 +567,9 @@ func checkCapacityConcurrent(e *env) error {
 		return err
 	}
 	scope := e.scope()
-	capa, err := e.wantHeldCount(c, scope, 0)
+	capa, err := e.bounded(c, scope)
 	if err != nil {
-		return fmt.Errorf("fresh scope: %w", err)
-	}
-	if capa.Limit == 0 || capa.Limit > maxFill {
-		return skipf("the check needs a bound of 1 to %d keys per scope; Capacity reports %d", maxFill, capa.Limit)
+		return err
 	}
 	ixs, err := e.handles()
 	if err != nil {

@@ -255,14 +255,7 @@ func (x *refIndex) takeover(ctx context.Context, e *refEntry, now time.Time, lea
 		}
 	}
 	e.token = x.tokenFor(e)
-	switch x.bug {
-	case bugTakeoverOldLeaseLength:
-		e.leaseEnd = now.Add(e.leaseLen)
-	case bugTakeoverLeaseFromClaim:
-		e.leaseEnd = e.claimedAt.Add(lease)
-	default:
-		e.leaseEnd, e.leaseLen = now.Add(lease), lease
-	}
+	e.leaseEnd, e.leaseLen = x.bug.takeoverLease(now, e.claimedAt, e.leaseLen, lease)
 	if x.bug == bugTakeoverBeforeCtx {
 		if err := ctx.Err(); err != nil {
 			return idempotency.Claim{}, err

@@ -362,14 +362,7 @@ func (x *shardIndex) takeover(ctx context.Context, sh *shardPart, e *shEntry, no
 	if x.bug != bugTakeoverKeepsToken {
 		e.token = x.nextToken(sh)
 	}
-	switch x.bug {
-	case bugTakeoverOldLeaseLength:
-		e.leaseEnd = now.Add(e.leaseLen)
-	case bugTakeoverLeaseFromClaim:
-		e.leaseEnd = e.claimedAt.Add(lease)
-	default:
-		e.leaseEnd, e.leaseLen = now.Add(lease), lease
-	}
+	e.leaseEnd, e.leaseLen = x.bug.takeoverLease(now, e.claimedAt, e.leaseLen, lease)
 	if x.bug == bugTakeoverResetsClaimTime {
 		e.claimedAt = now
 	}
