@@ -27,7 +27,9 @@ type Harness struct {
 	// Advance moves the clock of Index (and of every handle OpenHandle opens) forward
 	// by d. With it, the lease checks step five seconds before and after the end of a
 	// one-minute lease, the time-to-live checks step over the TTL, and the sweep checks
-	// age keys by minutes, all without sleeping; [Clock] provides one.
+	// age keys by minutes, all without sleeping; [Clock] provides one. LeaseBoundary and
+	// TTLBoundary also step to the exact end, which an index that stores whole seconds
+	// meets when it truncates (or rounds up) claim times and the clock alike.
 	//
 	// Without it, the lease and sweep checks run on the real clock with leases and ages
 	// of a few hundred milliseconds. An index whose clock cannot resolve those (one
