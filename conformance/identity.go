@@ -25,9 +25,9 @@ func (e *env) claimsDistinctLookup(what string, ids [][2]string, lookup bool) ([
 		}
 		toks[i] = c.Token
 		if c.Status != idempotency.Claimed {
-			return nil, fmt.Errorf("%s: Claim(%s, %q) = %s; want claimed: the index took it for one of the %d keys claimed before it "+
+			return nil, fmt.Errorf("%s: Claim(%s, %q) = %s; want claimed: the index took it for another key claimed before it "+
 				"(compare scopes and keys byte for byte, keep them apart, and never key storage by a short hash alone)",
-				what, where(id[0], id[1]), distinctMsg(i), describe(c), i)
+				what, where(id[0], id[1]), distinctMsg(i), describe(c))
 		}
 	}
 	for i, id := range ids {
