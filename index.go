@@ -15,13 +15,18 @@ import (
 // are opaque strings chosen by the caller (by default the A2A tenant, possibly empty).
 // Keys are passed as they arrived and must satisfy [ValidateKey]; message ids, task ids
 // and scopes are opaque, and message ids must not be empty (a [Binding] may leave its
-// task id empty when it carries a Reply). An index returns an error wrapping
-// [ErrInvalidArgument] for input it cannot accept, before touching its storage.
+// task id empty when it carries a Reply). Identity is byte for byte: two keys, scopes
+// or message ids that differ in any byte (in case, in a space, in a separator, at the
+// 255th byte of a key or the thousandth of a message id) are different, and no pair of
+// (scope, key) may stand for another, however many keys the index holds. An index
+// returns an error wrapping [ErrInvalidArgument] for input it cannot accept, whatever
+// the state of the key, before touching its storage.
 //
 // Every method honours ctx: when ctx is done before the operation took effect, it
-// returns an error (which should wrap ctx.Err(), so callers can tell a gone client from
-// a failing store) and the operation did not take effect (a cancelled Claim consumes
-// nothing). Expected outcomes are return values; a non-nil error means the index could
+// returns an error that wraps ctx.Err() (errors.Is(err, ctx.Err()) holds, so callers
+// can tell a gone client from a failing store), whatever the state of the key, and the
+// operation did not take effect (a cancelled Claim consumes nothing and takes nothing
+// over). Expected outcomes are return values; a non-nil error means the index could
 // not do what was asked (storage unreachable, timeout, fenced out), and callers must not
 // assume anything was stored. Sentinel errors are wrapped with context and compared
 // with errors.Is. All methods are safe for concurrent use, across goroutines and, for
@@ -49,13 +54,23 @@ type KeyIndex interface {
 	// see the winner's claim. A pending claim whose lease has ended (the lease runs from
 	// the claim, or from the latest takeover) was abandoned by its owner (a crash): the
 	// next Claim by the same message takes it over and returns [Claimed] with a new
-	// token and a fresh lease, after which the old token is fenced out. A takeover keeps
-	// the original claim time, so it does not extend the key's time to live. A claim by
-	// another message never takes over; it reports [HeldByOtherMessage]. lease must be
-	// positive.
+	// token and a fresh lease, after which the old token is fenced out. The fresh lease
+	// is the lease passed to the Claim that took over, counted from the takeover (not
+	// the first claim's lease, nor from the first claim), and Record.LeaseExpiresAt
+	// reports its end. A takeover keeps the original claim time, so it does not extend
+	// the key's time to live. A claim by another message never takes over; it reports
+	// [HeldByOtherMessage]. lease must be positive; the lease runs out at exactly
+	// claim (or takeover) time plus lease, at the resolution of the index's clock.
+	//
+	// A key claimed while absent (never claimed, released, or past its time to live) is
+	// a new claim: its ClaimedAt is the time of that Claim, and its time to live starts
+	// anew.
 	//
 	// When the index bounds the number of keys per scope and the scope is full, Claim
-	// returns an error wrapping [ErrFull]; it never evicts a pending claim to make room.
+	// of a new key returns an error wrapping [ErrFull]; it never evicts a pending claim
+	// (abandoned or not) to make room. A key already held is not a new key: in a full
+	// scope, retries, claims by other messages and takeovers are answered as in any
+	// other scope.
 	Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (Claim, error)
 
 	// Bind records what the send holding (scope, key) under token produced: b.TaskID,
@@ -88,7 +103,8 @@ type KeyIndex interface {
 
 	// Lookup returns what is known of (scope, key) now, and false when the key is
 	// absent or past its time to live. Callers use it while waiting for an in-flight
-	// first attempt to bind its task. It changes nothing.
+	// first attempt to bind its task. It changes nothing: it neither creates a key nor
+	// extends a lease.
 	Lookup(ctx context.Context, scope, key string) (Record, bool, error)
 }
 
@@ -137,12 +153,18 @@ type Binding struct {
 	// TaskID is the task's id, or empty when only a Reply is known.
 	TaskID string
 	// Reply is the agent's Message as A2A v1.0 JSON (the object that appears under
-	// "message" in a SendMessage result), or nil. The index stores it verbatim. A
-	// retry of a send that has a Reply gets the Reply, not the task.
+	// "message" in a SendMessage result), or nil. The index stores it verbatim, byte
+	// for byte (never re-encoded: whitespace, key order and escapes are kept), and
+	// keeps no reference to the slice. An empty Reply counts as none: it is not stored,
+	// and Records report a nil Reply. A retry of a send that has a Reply gets the Reply,
+	// not the task.
 	Reply []byte
 }
 
-// Record is what an index knows of a held key.
+// Record is what an index knows of a held key. Every Record an index returns (from
+// Claim and from Lookup) is the caller's: its Reply shares no memory with the index,
+// with the Reply passed to Bind, or with another returned Record, so a caller may
+// change it freely.
 type Record struct {
 	// MessageID is the id of the message that claimed the key.
 	MessageID string
@@ -188,9 +210,11 @@ type Honouring interface {
 // the operator chooses.
 type Sweeper interface {
 	// PurgeExpired deletes keys older than the policy's effective key age, in batches,
-	// and reports what it did. It never deletes a pending claim whose lease is still
-	// running. It is safe to run from several processes at once. When ctx ends between
-	// batches, it returns the report so far and ctx's error.
+	// and reports what it did: KeysDeleted counts exactly the keys this call deleted.
+	// It never deletes a key younger than that age (even a pending claim whose lease
+	// ended), nor a pending claim whose lease is still running. It is safe to run from
+	// several processes at once, and while claims go on. When ctx ends before or
+	// between batches, it returns the report so far and an error wrapping ctx.Err().
 	PurgeExpired(ctx context.Context, policy RetentionPolicy) (PurgeReport, error)
 }
 

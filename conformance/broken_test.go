@@ -2,18 +2,15 @@ package conformance
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/a2akit/idempotency"
 )
 
-// Indexes broken on purpose. Each is the reference index with one method changed the
-// way a real index could get it wrong; TestSuiteCatchesBrokenIndexes shows that the
-// suite notices.
+// Indexes broken on purpose, the map-based versions of the first mutants of
+// bugs_test.go. Each is the reference index with one method changed the way a real
+// index could get it wrong; TestSuiteKillsEveryMutant shows that the suite notices.
 
 // tokenOf returns the token that owns (scope, key) now, or 1 when none does.
 func (x *refIndex) tokenOf(scope, key string) idempotency.Token {
@@ -174,25 +171,6 @@ func (x takeoverByOtherMessage) Claim(ctx context.Context, scope, key, messageID
 	return c, err
 }
 
-// ignoresContext never looks at its context.
-type ignoresContext struct{ *refIndex }
-
-func (x ignoresContext) Claim(_ context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	return x.refIndex.Claim(context.Background(), scope, key, messageID, lease)
-}
-
-func (x ignoresContext) Bind(_ context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	return x.refIndex.Bind(context.Background(), scope, key, token, b)
-}
-
-func (x ignoresContext) Release(_ context.Context, scope, key string, token idempotency.Token) error {
-	return x.refIndex.Release(context.Background(), scope, key, token)
-}
-
-func (x ignoresContext) Lookup(_ context.Context, scope, key string) (idempotency.Record, bool, error) {
-	return x.refIndex.Lookup(context.Background(), scope, key)
-}
-
 // releasesBound lets the owner release a bound key.
 type releasesBound struct{ *refIndex }
 
@@ -214,76 +192,6 @@ type sweepsPendingClaims struct{ *refIndex }
 
 func (x sweepsPendingClaims) PurgeExpired(ctx context.Context, p idempotency.RetentionPolicy) (idempotency.PurgeReport, error) {
 	return x.purge(ctx, p, func(*refEntry, time.Time) bool { return true })
-}
-
-// lenientInput makes do with bad input instead of refusing it: it hashes malformed
-// keys into valid ones, defaults the lease and the message id, treats the zero token
-// as a token that owns nothing, and takes an empty Binding for a no-op.
-type lenientInput struct{ *refIndex }
-
-func lenientKey(key string) string {
-	if idempotency.ValidateKey(key) == nil {
-		return key
-	}
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
-func (x lenientInput) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if lease <= 0 {
-		lease = time.Minute
-	}
-	if messageID == "" {
-		messageID = "anonymous"
-	}
-	return x.refIndex.Claim(ctx, scope, lenientKey(key), messageID, lease)
-}
-
-func (x lenientInput) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	switch {
-	case token == 0:
-		return fmt.Errorf("lenient: %w", idempotency.ErrNotOwner)
-	case b.TaskID == "" && b.Reply == nil:
-		return nil
-	}
-	return x.refIndex.Bind(ctx, scope, lenientKey(key), token, b)
-}
-
-func (x lenientInput) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	if token == 0 {
-		return nil
-	}
-	return x.refIndex.Release(ctx, scope, lenientKey(key), token)
-}
-
-func (x lenientInput) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	return x.refIndex.Lookup(ctx, scope, lenientKey(key))
-}
-
-// joinsScopeAndKey stores (scope, key) under the single key scope + ":" + key.
-type joinsScopeAndKey struct{ *refIndex }
-
-func joined(scope, key string) string {
-	if scope == "" {
-		return key
-	}
-	return scope + ":" + key
-}
-
-func (x joinsScopeAndKey) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	return x.refIndex.Claim(ctx, "", joined(scope, key), messageID, lease)
-}
-
-func (x joinsScopeAndKey) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	return x.refIndex.Bind(ctx, "", joined(scope, key), token, b)
-}
-
-func (x joinsScopeAndKey) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	return x.refIndex.Release(ctx, "", joined(scope, key), token)
-}
-
-func (x joinsScopeAndKey) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	return x.refIndex.Lookup(ctx, "", joined(scope, key))
 }
 
 // aliasesReply keeps the caller's reply slice instead of a copy.

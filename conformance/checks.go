@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -36,6 +37,9 @@ var checks = []check{
 	{"BindTaskThenReply", 0, checkBindTaskThenReply},
 	{"BindNotHeld", 0, checkBindNotHeld},
 	{"ReplyNotAliased", 0, checkReplyNotAliased},
+	{"RecordsNotAliased", 0, checkRecordsNotAliased},
+	{"ReplyVerbatim", 0, checkReplyVerbatim},
+	{"EmptyReplyBesideTask", 0, checkEmptyReplyBesideTask},
 
 	// Leases.
 	{"LeaseHeldBeforeEnd", 0, checkLeaseHeldBeforeEnd},
@@ -44,11 +48,18 @@ var checks = []check{
 	{"LateBindWithoutTakeover", 0, checkLateBindWithoutTakeover},
 	{"BoundKeyNeverTakenOver", 0, checkBoundKeyNeverTakenOver},
 	{"LeaseNotExtendedByReplay", 0, checkLeaseNotExtendedByReplay},
+	{"TakeoverLease", 0, checkTakeoverLease},
+	{"LeaseBoundary", needClock, checkLeaseBoundary},
+	{"LeaseSubSecond", needClock, checkLeaseSubSecond},
 
 	// Time to live.
 	{"TTLExpiresKey", needTTL, checkTTLExpiresKey},
 	{"TTLNotExtendedByReplay", needTTL, checkTTLNotExtendedByReplay},
 	{"TTLNotExtendedByTakeover", needTTL, checkTTLNotExtendedByTakeover},
+	{"TTLBoundary", needTTL, checkTTLBoundary},
+	{"TTLRetrySameMessage", needTTL, checkTTLRetrySameMessage},
+	{"ReclaimAfterRelease", needTTL, checkReclaimAfterRelease},
+	{"BindAfterTTL", needTTL, checkBindAfterTTL},
 
 	// Concurrency.
 	{"ExactlyOneWinner", 0, checkExactlyOneWinner},
@@ -56,6 +67,17 @@ var checks = []check{
 	{"ExactlyOneTakeover", 0, checkExactlyOneTakeover},
 	{"ExactlyOneWinnerTwoHandles", needHandles, checkExactlyOneWinnerTwoHandles},
 	{"TakeoverFencedAcrossHandles", needHandles, checkTakeoverFencedAcrossHandles},
+	{"ConcurrentBinds", 0, checkConcurrentBinds},
+	{"BindRacingTakeover", 0, checkBindRacingTakeover},
+	{"ReleaseRacingTakeover", 0, checkReleaseRacingTakeover},
+	{"LookupsSeeWholeBindings", 0, checkLookupsSeeWholeBindings},
+
+	// Identity.
+	{"KeyLengths", 0, checkKeyLengths},
+	{"KeyCase", 0, checkKeyCase},
+	{"MessageIDIdentity", 0, checkMessageIDIdentity},
+	{"ScopeIdentity", 0, checkScopeIdentity},
+	{"ManyKeys", 0, checkManyKeys},
 
 	// Scopes and tasks.
 	{"ScopeIsolation", 0, checkScopeIsolation},
@@ -64,6 +86,7 @@ var checks = []check{
 
 	// Contexts.
 	{"CancelledClaim", 0, checkCancelledClaim},
+	{"CancelledTakeover", 0, checkCancelledTakeover},
 	{"CancelledBind", 0, checkCancelledBind},
 	{"CancelledRelease", 0, checkCancelledRelease},
 	{"CancelledLookup", 0, checkCancelledLookup},
@@ -74,17 +97,23 @@ var checks = []check{
 	{"InvalidLease", 0, checkInvalidLease},
 	{"InvalidToken", 0, checkInvalidToken},
 	{"InvalidBinding", 0, checkInvalidBinding},
+	{"InvalidOnHeldKey", 0, checkInvalidOnHeldKey},
 
 	// Optional interfaces.
 	{"HonoursKeys", 0, checkHonoursKeys},
 	{"CapacityCountsClaims", 0, checkCapacityCountsClaims},
 	{"CapacityFull", 0, checkCapacityFull},
 	{"CapacityIgnoresExpired", needTTL, checkCapacityIgnoresExpired},
+	{"CapacityFullAbandoned", 0, checkCapacityFullAbandoned},
+	{"CapacityConcurrent", 0, checkCapacityConcurrent},
 	{"SweepDeletesOldKeys", 0, checkSweepDeletesOldKeys},
 	{"SweepKeepsPendingInLease", 0, checkSweepKeepsPendingInLease},
 	{"SweepPolicyAge", 0, checkSweepPolicyAge},
 	{"SweepBatches", 0, checkSweepBatches},
 	{"SweepCancelled", 0, checkSweepCancelled},
+	{"SweepCancelledMidway", 0, checkSweepCancelledMidway},
+	{"SweepKeepsYoungKeys", 0, checkSweepKeepsYoungKeys},
+	{"SweepRacingClaims", needTTL, checkSweepRacingClaims},
 }
 
 // checkClaimFreeKey: a key never claimed is Claimed with a non-zero token, and the
@@ -327,25 +356,30 @@ func checkReleaseWrongToken(e *env) error {
 	return err
 }
 
-// checkReleaseBoundIsNoop: Release of a bound key by its owner returns nil and
-// changes nothing: the key stays bound, replays still see the task, another message
-// is still refused.
+// checkReleaseBoundIsNoop: Release of a bound key (to a task, or to a reply alone) by
+// its owner returns nil and changes nothing: the key stays bound, replays still see
+// the binding, another message is still refused.
 func checkReleaseBoundIsNoop(e *env) error {
-	key := e.key()
-	tok, err := e.ownBound("", key, msgA, boundA)
-	if err != nil {
-		return err
+	for _, b := range []idempotency.Binding{boundA, repliedA} {
+		key := e.key()
+		tok, err := e.ownBound("", key, msgA, b)
+		if err != nil {
+			return err
+		}
+		if err := e.release("", key, tok); err != nil {
+			return fmt.Errorf("of a key bound to %s: %w", describeBinding(b), err)
+		}
+		if _, err := e.wantHeld("", key, msgA, b); err != nil {
+			return fmt.Errorf("after Release of a key bound to %s: %w", describeBinding(b), err)
+		}
+		if _, err := e.wantSame("", key, msgA, b); err != nil {
+			return fmt.Errorf("after Release of a key bound to %s: %w", describeBinding(b), err)
+		}
+		if err := e.wantOther("", key, msgB); err != nil {
+			return err
+		}
 	}
-	if err := e.release("", key, tok); err != nil {
-		return fmt.Errorf("of a bound key: %w", err)
-	}
-	if _, err := e.wantHeld("", key, msgA, boundA); err != nil {
-		return fmt.Errorf("after Release of a bound key: %w", err)
-	}
-	if _, err := e.wantSame("", key, msgA, boundA); err != nil {
-		return fmt.Errorf("after Release of a bound key: %w", err)
-	}
-	return e.wantOther("", key, msgB)
+	return nil
 }
 
 // checkReleaseNotHeld: releasing a key never claimed, or already released, returns
@@ -592,4 +626,97 @@ func checkReplyNotAliased(e *env) error {
 	}
 	_, err = e.wantSame("", key, msgA, repliedA)
 	return err
+}
+
+// verbatimReplies are replies a re-encoding index would change: whitespace, key order,
+// escapes, raw non-ASCII text, a number's spelling, and one longer than 64 KiB.
+var verbatimReplies = [][]byte{
+	[]byte("{ \"role\" : \"ROLE_AGENT\",\n\t\"messageId\":\"conformance-verbatim\",  \"parts\":[{\"text\":\"caf\u00e9 \\u00e9 \\\"q\\\" <&> \\u2028\"}],\"n\":1.50e+3 }\n"),
+	[]byte(`{"parts":[{"text":"` + strings.Repeat("0123456789abcdef", 70000/16) + `"}],"messageId":"conformance-long","role":"ROLE_AGENT"}`),
+}
+
+// checkReplyVerbatim: a reply is stored byte for byte, never re-encoded (a JSON column
+// would reorder keys and drop whitespace) nor cut (a 64 KiB column would).
+func checkReplyVerbatim(e *env) error {
+	for _, reply := range verbatimReplies {
+		key := e.key()
+		b := idempotency.Binding{TaskID: taskA, Reply: reply}
+		if _, err := e.ownBound("", key, msgA, b); err != nil {
+			return err
+		}
+		for _, got := range []func() (idempotency.Record, error){
+			func() (idempotency.Record, error) { return e.wantHeld("", key, msgA, b) },
+			func() (idempotency.Record, error) { return e.wantSame("", key, msgA, b) },
+		} {
+			if _, err := got(); err != nil {
+				return fmt.Errorf("a reply of %d bytes must come back byte for byte (store bytes, not parsed JSON): %w", len(reply), err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEmptyReplyBesideTask: a Binding of a task id and an empty Reply binds the task
+// alone: Records report a nil Reply, and the task may still gain a reply.
+func checkEmptyReplyBesideTask(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	if err := e.bind("", key, tok, idempotency.Binding{TaskID: taskA, Reply: []byte{}}); err != nil {
+		return err
+	}
+	if _, err := e.wantHeld("", key, msgA, boundA); err != nil {
+		return fmt.Errorf("after a Bind of a task id and an empty reply (an empty reply counts as none, and a Record reports it nil): %w", err)
+	}
+	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
+	if err := e.bind("", key, tok, both); err != nil {
+		return fmt.Errorf("adding a reply to a key bound to a task id and an empty reply: %w", err)
+	}
+	_, err = e.wantSame("", key, msgA, both)
+	return err
+}
+
+// checkRecordsNotAliased: every Record is the caller's: changing the Reply of one
+// returned by Claim changes neither what the index holds nor another Record, and two
+// Lookups return two copies.
+func checkRecordsNotAliased(e *env) error {
+	key := e.key()
+	if _, err := e.ownBound("", key, msgA, repliedA); err != nil {
+		return err
+	}
+	scribble := func(r idempotency.Record) {
+		for i := range r.Reply {
+			r.Reply[i] = 'z'
+		}
+	}
+	r1, err := e.wantSame("", key, msgA, repliedA)
+	if err != nil {
+		return err
+	}
+	r2, err := e.wantHeld("", key, msgA, repliedA)
+	if err != nil {
+		return err
+	}
+	scribble(r1)
+	if !bytes.Equal(r2.Reply, replyA) {
+		return fmt.Errorf("changing the Reply of a Record returned by Claim changed the Reply of one returned by Lookup to %q; "+
+			"want every Record to have its own copy", r2.Reply)
+	}
+	if _, err := e.wantHeld("", key, msgA, repliedA); err != nil {
+		return fmt.Errorf("after the caller changed the Reply of a Record returned by Claim: %w", err)
+	}
+	if _, err := e.wantSame("", key, msgA, repliedA); err != nil {
+		return fmt.Errorf("after the caller changed the Reply of a Record returned by Claim: %w", err)
+	}
+	r3, err := e.wantHeld("", key, msgA, repliedA)
+	if err != nil {
+		return err
+	}
+	scribble(r3)
+	if !bytes.Equal(r2.Reply, replyA) {
+		return fmt.Errorf("changing the Reply of one Record returned by Lookup changed another's to %q; want every Record to have its own copy", r2.Reply)
+	}
+	return nil
 }

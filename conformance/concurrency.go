@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +15,9 @@ const (
 	racers      = 32
 	rounds      = 50
 	raceTimeout = time.Minute
+
+	// raceKeys is the number of keys the races of Bind, Release and Lookup run on.
+	raceKeys = 8
 )
 
 // An outcome is what one racing Claim returned.
@@ -138,29 +143,20 @@ func checkExactlyOneWinnerOtherMessages(e *env) error {
 // retries of the same message at once take it over exactly once: one Claimed, with a
 // new token, the others HeldBySameMessage.
 func checkExactlyOneTakeover(e *env) error {
-	const keys = 10
-	lease := e.lease()
-	owned := make(map[string]idempotency.Token, keys)
-	start := time.Now()
-	for range keys {
-		key := e.key()
-		tok, err := e.own("", key, msgA, lease)
-		if err != nil {
-			return err
-		}
-		owned[key] = tok
+	const n = 10
+	keys, toks, err := e.abandon("", n)
+	if err != nil {
+		return err
 	}
-	e.since(start).to(lease + e.margin())
-	i := 0
-	for key, old := range owned {
-		i++
+	for i, key := range keys {
+		old := toks[i]
 		out, err := e.together(racers, func(int) (idempotency.Claim, error) {
 			return e.ix.Claim(e.ctx, "", key, msgA, longLease)
 		})
 		if err != nil {
 			return err
 		}
-		what := fmt.Sprintf("takeover of key %d of %d", i, keys)
+		what := fmt.Sprintf("takeover of key %d of %d", i+1, n)
 		w, err := oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
 		if err != nil {
 			return err
@@ -249,4 +245,209 @@ func checkTakeoverFencedAcrossHandles(e *env) error {
 	}
 	_, err = e.wantHeld("", key, msgA, boundA)
 	return err
+}
+
+// handles returns the index and, when the harness offers one, a second handle on the
+// same storage; racers alternate between them.
+func (e *env) handles() ([]idempotency.KeyIndex, error) {
+	if e.h.OpenHandle == nil {
+		return []idempotency.KeyIndex{e.ix}, nil
+	}
+	other, err := e.openHandle()
+	if err != nil {
+		return nil, err
+	}
+	return []idempotency.KeyIndex{e.ix, other}, nil
+}
+
+// checkConcurrentBinds: racers bind one pending key at once with the owner's token,
+// half to one task and half to another, over several keys and across both handles when
+// the harness offers two: every Bind that succeeds bound what the key ends up bound
+// to, and the others get ErrAlreadyBound.
+func checkConcurrentBinds(e *env) error {
+	ixs, err := e.handles()
+	if err != nil {
+		return err
+	}
+	bindings := []idempotency.Binding{boundA, boundB, repliedA, {TaskID: taskA, Reply: replyA}}
+	for round := range raceKeys {
+		key := e.key()
+		tok, err := e.own("", key, msgA, longLease)
+		if err != nil {
+			return err
+		}
+		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+			return idempotency.Claim{}, ixs[i%len(ixs)].Bind(e.ctx, "", key, tok, bindings[i%len(bindings)])
+		})
+		if err != nil {
+			return err
+		}
+		r, ok, err := e.ix.Lookup(e.ctx, "", key)
+		if err != nil || !ok || r.Pending() {
+			return fmt.Errorf("key %d: Lookup after concurrent Binds = %s, %t, %v; want the key bound", round+1, describeRecord(r), ok, err)
+		}
+		for _, o := range out {
+			b := bindings[o.racer%len(bindings)]
+			part := (b.TaskID == "" || b.TaskID == r.TaskID) && (b.Reply == nil || bytes.Equal(b.Reply, r.Reply))
+			exact := b.TaskID == r.TaskID && bytes.Equal(b.Reply, r.Reply)
+			switch {
+			case o.err == nil && !part:
+				return fmt.Errorf("key %d: concurrent Binds: Bind(%s) succeeded but the key is bound to %s; "+
+					"want one binding to win and the conflicting ones to get ErrAlreadyBound (check and write in one atomic step)",
+					round+1, describeBinding(b), describeRecord(r))
+			case o.err != nil && !errors.Is(o.err, idempotency.ErrAlreadyBound):
+				return fmt.Errorf("key %d: concurrent Binds: Bind(%s) = %v; want nil or ErrAlreadyBound", round+1, describeBinding(b), o.err)
+			case o.err != nil && exact:
+				return fmt.Errorf("key %d: concurrent Binds: Bind(%s) = %v, yet the key is bound to exactly that; want nil",
+					round+1, describeBinding(b), o.err)
+			}
+		}
+	}
+	return nil
+}
+
+// racingTakeover claims keys with a lease, lets it end, and for each races a late
+// call by the old owner (late(ix, key, old)) against racers-1 retries of the same
+// message, which try to take the claim over; judge says whether the outcomes are
+// consistent, given the late call's error and the takeover's winner (nil when none).
+func (e *env) racingTakeover(name string, late func(ix idempotency.KeyIndex, key string, tok idempotency.Token) error,
+	judge func(key string, lateErr error, winner *outcome) error) error {
+	ixs, err := e.handles()
+	if err != nil {
+		return err
+	}
+	keys, toks, err := e.abandon("", raceKeys)
+	if err != nil {
+		return err
+	}
+	for k, key := range keys {
+		old := toks[k]
+		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+			if i == 0 {
+				return idempotency.Claim{}, late(ixs[0], key, old)
+			}
+			// Retries arrive spread over a few hundred microseconds, as they do, so
+			// that some land while the late call is under way.
+			time.Sleep(time.Duration(i%8) * 40 * time.Microsecond)
+			return ixs[i%len(ixs)].Claim(e.ctx, "", key, msgA, longLease)
+		})
+		if err != nil {
+			return err
+		}
+		var lateErr error
+		var winners []outcome
+		for _, o := range out {
+			switch {
+			case o.racer == 0:
+				lateErr = o.err
+			case o.err != nil:
+				return fmt.Errorf("%s: racer %d: Claim: %w", name, o.racer, o.err)
+			case o.c.Status == idempotency.Claimed:
+				winners = append(winners, o)
+			}
+		}
+		if len(winners) > 1 {
+			return fmt.Errorf("%s: %d concurrent retries took one claim over; want at most one", name, len(winners))
+		}
+		var w *outcome
+		if len(winners) == 1 {
+			w = &winners[0]
+		}
+		if err := judge(key, lateErr, w); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkBindRacingTakeover: the old owner of an abandoned claim binds it late while
+// retries take it over: either the Bind came first (it succeeds, and no retry takes
+// over) or the takeover did (the Bind gets ErrNotOwner, and the new owner binds).
+// Never both: a Bind that checks the token and writes in two steps lets the old owner
+// bind a claim someone else now runs.
+func checkBindRacingTakeover(e *env) error {
+	return e.racingTakeover("late Bind racing a takeover",
+		func(ix idempotency.KeyIndex, key string, tok idempotency.Token) error {
+			return ix.Bind(e.ctx, "", key, tok, boundA)
+		},
+		func(key string, lateErr error, w *outcome) error {
+			switch {
+			case lateErr == nil && w != nil:
+				return fmt.Errorf("the old owner's Bind succeeded and a retry took the claim over (token %d); want one or the other", w.c.Token)
+			case lateErr == nil:
+				_, err := e.wantHeld("", key, msgA, boundA)
+				return err
+			case !errors.Is(lateErr, idempotency.ErrNotOwner):
+				return fmt.Errorf("the old owner's Bind = %v; want nil or ErrNotOwner", lateErr)
+			case w == nil:
+				return fmt.Errorf("the old owner's Bind was refused, yet no retry took the claim over")
+			}
+			return e.bind("", key, w.c.Token, boundB)
+		})
+}
+
+// checkReleaseRacingTakeover: the old owner of an abandoned claim releases it late
+// while retries take it over: whichever came first, exactly one retry ends up owning
+// the key, and its token binds. A Release that checks the token and deletes in two
+// steps deletes the new owner's claim.
+func checkReleaseRacingTakeover(e *env) error {
+	return e.racingTakeover("late Release racing a takeover",
+		func(ix idempotency.KeyIndex, key string, tok idempotency.Token) error {
+			return ix.Release(e.ctx, "", key, tok)
+		},
+		func(key string, lateErr error, w *outcome) error {
+			switch {
+			case lateErr != nil && !errors.Is(lateErr, idempotency.ErrNotOwner):
+				return fmt.Errorf("the old owner's Release = %v; want nil or ErrNotOwner", lateErr)
+			case w == nil:
+				return fmt.Errorf("no retry owns the key after the old owner's Release (%v); want exactly one", lateErr)
+			}
+			if err := e.bind("", key, w.c.Token, boundB); err != nil {
+				return fmt.Errorf("the retry that won (after the old owner's Release returned %v): %w", lateErr, err)
+			}
+			return nil
+		})
+}
+
+// checkLookupsSeeWholeBindings: Lookups racing Binds of a task and a reply at once
+// see the key pending or bound to both, never half bound.
+func checkLookupsSeeWholeBindings(e *env) error {
+	ixs, err := e.handles()
+	if err != nil {
+		return err
+	}
+	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
+	for round := range raceKeys {
+		key := e.key()
+		tok, err := e.own("", key, msgA, longLease)
+		if err != nil {
+			return err
+		}
+		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+			ix := ixs[i%len(ixs)]
+			if i == 0 {
+				return idempotency.Claim{}, ix.Bind(e.ctx, "", key, tok, both)
+			}
+			for range 5 {
+				r, ok, err := ix.Lookup(e.ctx, "", key)
+				if err != nil {
+					return idempotency.Claim{}, err
+				}
+				if !ok || r.MessageID != msgA || !(carries(r, pending) || carries(r, both)) {
+					return idempotency.Claim{}, fmt.Errorf("Lookup racing a Bind of %s = %s, %t; want the key pending or bound to both",
+						describeBinding(both), describeRecord(r), ok)
+				}
+			}
+			return idempotency.Claim{}, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range out {
+			if o.err != nil {
+				return fmt.Errorf("key %d: racer %d: %w", round+1, o.racer, o.err)
+			}
+		}
+	}
+	return nil
 }

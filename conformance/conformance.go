@@ -20,13 +20,16 @@ type Harness struct {
 	// Index is the index under test. It should be fresh: the suite builds a new Harness
 	// for every check, and although the checks use random keys, and random scopes where
 	// they count keys, a storage shared with another check running at the same time
-	// could make a count or a sweep report differ.
+	// could make a count or a sweep report differ (SweepBatches and
+	// SweepCancelledMidway want KeysDeleted to be exactly the keys the check made old).
 	Index idempotency.KeyIndex
 
 	// Advance moves the clock of Index (and of every handle OpenHandle opens) forward
 	// by d. With it, the lease checks step five seconds before and after the end of a
 	// one-minute lease, the time-to-live checks step over the TTL, and the sweep checks
-	// age keys by minutes, all without sleeping; [Clock] provides one.
+	// age keys by minutes, all without sleeping; [Clock] provides one. LeaseBoundary and
+	// TTLBoundary also step to the exact end, which an index that stores whole seconds
+	// meets when it truncates (or rounds up) claim times and the clock alike.
 	//
 	// Without it, the lease and sweep checks run on the real clock with leases and ages
 	// of a few hundred milliseconds. An index whose clock cannot resolve those (one

@@ -62,7 +62,7 @@
 //
 //   - ReleaseFreesPending: the owner's Release frees the key for any message, with a new token.
 //   - ReleaseWrongToken: a wrong token gets ErrNotOwner and changes nothing.
-//   - ReleaseBoundIsNoop: Release of a bound key returns nil and keeps it bound.
+//   - ReleaseBoundIsNoop: Release of a key bound to a task or to a reply alone returns nil and keeps it bound.
 //   - ReleaseNotHeld: releasing a key not held returns nil.
 //   - ReleasedTokenRefused: a released claim's token no longer binds nor releases.
 //   - TokensUnique: tokens are unique across keys and across claims of one key.
@@ -72,7 +72,10 @@
 //   - BindTaskThenReply: a task id may gain a reply with the same task id, nothing else;
 //     rebinding either part alone afterwards is a no-op.
 //   - BindNotHeld: Bind of a key not held gets ErrNotOwner.
-//   - ReplyNotAliased: the index keeps its own copy of a reply.
+//   - ReplyNotAliased: the index keeps its own copy of a reply, and a Lookup's Record is the caller's.
+//   - RecordsNotAliased: a Claim's Record is the caller's too, and no two Records share a Reply.
+//   - ReplyVerbatim: replies come back byte for byte: whitespace, key order, escapes, 70 KB.
+//   - EmptyReplyBesideTask: a task id with an empty reply binds the task alone, which may gain a reply.
 //
 // Leases (on the controllable clock when offered, else on the real clock):
 //
@@ -81,47 +84,144 @@
 //     original claim time, and the old token is fenced out.
 //   - LeaseOtherMessageNoTakeover: another message never takes over.
 //   - LateBindWithoutTakeover: an owner whose lease ended, nobody having taken over, still binds.
-//   - BoundKeyNeverTakenOver: a bound key is kept past its lease.
+//   - BoundKeyNeverTakenOver: a key bound to a task or a reply is kept past its lease.
 //   - LeaseNotExtendedByReplay: a retry does not extend the lease.
+//   - TakeoverLease: a takeover's lease is its own Claim's, from the takeover, and LeaseExpiresAt says so.
+//   - LeaseBoundary: the lease ends at exactly claim time plus lease (needs Harness.Advance).
+//   - LeaseSubSecond: a lease of 400ms is not cut to whole seconds (needs Harness.Advance).
 //
 // Time to live (needs Harness.Advance and Harness.TTL):
 //
 //   - TTLExpiresKey: a key is held until its TTL and absent after it.
 //   - TTLNotExtendedByReplay: the TTL runs from the first claim, whatever the retries.
 //   - TTLNotExtendedByTakeover: a takeover keeps the claim time, and so the expiry.
+//   - TTLBoundary: a key is absent from exactly claim time plus TTL.
+//   - TTLRetrySameMessage: the same message after the TTL makes a new claim, with its own claim time.
+//   - ReclaimAfterRelease: a claim after a Release is new: its claim time and TTL are its own.
+//   - BindAfterTTL: past the TTL the owner's Bind gets ErrNotOwner and brings nothing back.
 //
-// Concurrency:
+// Concurrency (across two handles too, when Harness.OpenHandle is offered):
 //
 //   - ExactlyOneWinner: 32 goroutines claim one key at once, over 50 keys: one Claimed each.
 //   - ExactlyOneWinnerOtherMessages: the same with a message per goroutine.
 //   - ExactlyOneTakeover: concurrent retries take an abandoned claim over once.
 //   - ExactlyOneWinnerTwoHandles: ExactlyOneWinner across two handles (needs Harness.OpenHandle).
 //   - TakeoverFencedAcrossHandles: a takeover through one handle fences the other's token.
+//   - ConcurrentBinds: conflicting Binds at once: the ones that succeed agree with the binding kept.
+//   - BindRacingTakeover: an old owner's late Bind and a takeover never both win.
+//   - ReleaseRacingTakeover: an old owner's late Release never deletes the new owner's claim.
+//   - LookupsSeeWholeBindings: Lookups racing a Bind see it whole or not at all.
+//   - CapacityConcurrent: concurrent claims of distinct keys fill a scope to exactly its bound.
+//   - SweepRacingClaims: a sweep never deletes the fresh claims made while it runs (needs the TTL).
 //
-// Scopes, tasks, contexts and input:
+// Identity:
 //
 //   - ScopeIsolation: the same key in several scopes, the empty one among them, is independent claims.
-//   - ScopeKeyNoCollision: scope and key are not joined into one string.
+//   - ScopeKeyNoCollision: no join of scope and key, in either order, with or without a separator.
+//   - ScopeIdentity: scopes that differ by case, a space, a separator or normalization are apart.
+//   - KeyLengths: keys of every length from 16 to 255, each a prefix of the next, are apart.
+//   - KeyCase: keys that differ only in case are apart.
+//   - MessageIDIdentity: message ids of up to 4096 bytes are compared whole, byte for byte.
+//   - ManyKeys: a thousand random keys are a thousand claims (no short hash stands for a key).
 //   - KeySurvivesTaskDeletion: deleting a task keeps its key (needs Harness.CreateTask and
 //     Harness.DeleteTask; without them, BoundKeyNeverTakenOver and TTLExpiresKey still show
 //     that a bound key is not forgotten within its TTL).
-//   - CancelledClaim, CancelledBind, CancelledRelease, CancelledLookup: a done context
-//     (cancelled, or past its deadline) gets an error and changes nothing.
+//
+// Contexts and input:
+//
+//   - CancelledClaim, CancelledTakeover, CancelledBind, CancelledRelease, CancelledLookup: a
+//     done context (cancelled, or past its deadline) gets an error wrapping ctx.Err(), whatever
+//     the key's state, and changes nothing.
 //   - InvalidKey, InvalidMessageID, InvalidLease, InvalidToken, InvalidBinding: bad input gets
 //     ErrInvalidArgument and changes nothing.
+//   - InvalidOnHeldKey: the same on keys already held, pending or bound.
 //
 // Optional interfaces:
 //
 //   - HonoursKeys: an [idempotency.Honouring] index honours keys.
-//   - CapacityCountsClaims: [idempotency.CapacityReporter] counts a scope's keys.
+//   - CapacityCountsClaims: [idempotency.CapacityReporter] counts a scope's keys, the empty scope's too.
 //   - CapacityFull: a full scope refuses new keys with ErrFull, evicts nothing and still
-//     answers retries (needs a bound of at most 10,000 keys per scope).
+//     answers retries and other messages (needs a bound of at most 10,000 keys per scope; an
+//     index that reports no bound must take 1,000 keys in one scope).
 //   - CapacityIgnoresExpired: expired keys do not keep a scope full (needs the TTL).
+//   - CapacityFullAbandoned: abandoned claims keep a scope full, and are taken over in it.
 //   - SweepDeletesOldKeys: [idempotency.Sweeper] deletes old keys, keeps young ones, reports.
 //   - SweepKeepsPendingInLease: it never deletes a pending claim whose lease runs.
+//   - SweepKeepsYoungKeys: it never deletes a young key, even an abandoned claim.
 //   - SweepPolicyAge: it honours the default age, the task retention clamp and a disabled sweep.
-//   - SweepBatches: it honours BatchSize and MaxBatches and reports Complete.
+//   - SweepBatches: it honours BatchSize and MaxBatches, reports Complete and exact totals.
 //   - SweepCancelled: with a cancelled context it returns the context's error.
+//   - SweepCancelledMidway: a context that ends between batches gets the report so far.
+//
+// # What is proven
+//
+// Each sentence of the [idempotency.KeyIndex] contract, and the checks that fail when an
+// index breaks it. The suite's own tests hold, for every sentence, broken indexes that
+// break it the way a Redis, DynamoDB or SQL author slips, on a map behind one mutex and
+// on a copy of memstore's sharded design, and fail when a named check lets one pass.
+//
+//   - Claim-Free: an absent key is Claimed with a fresh, non-zero token and stored pending.
+//     ClaimFreeKey, ReleaseFreesPending, LookupRecord.
+//   - Claim-Same: a key held by the same message gives HeldBySameMessage and the current
+//     Record. RetrySameMessagePending, RetrySameMessageBoundTask, RetrySameMessageBoundReply.
+//   - Claim-Other: a key held by another message gives HeldByOtherMessage, an empty Record
+//     and no token. OtherMessageHeld, ExactlyOneWinnerOtherMessages.
+//   - Claim-One: concurrent Claims of one key resolve to exactly one Claimed. ExactlyOneWinner,
+//     ExactlyOneWinnerOtherMessages, ExactlyOneWinnerTwoHandles, ExactlyOneTakeover.
+//   - Lease-End: a pending claim is abandoned once its lease ended, at exactly claim time
+//     plus lease, and not before. LeaseHeldBeforeEnd, LeaseBoundary, LeaseSubSecond,
+//     LeaseNotExtendedByReplay, LookupReadOnly.
+//   - Takeover: the same message takes an abandoned claim over with a new token and a fresh
+//     lease of its own Claim's length, and the old token is fenced out. LeaseTakeover,
+//     TakeoverLease, TakeoverFencedAcrossHandles, BindRacingTakeover, ReleaseRacingTakeover.
+//   - Takeover-Time: a takeover keeps the claim time. LeaseTakeover, TTLNotExtendedByTakeover.
+//   - Takeover-Other: another message never takes over. LeaseOtherMessageNoTakeover.
+//   - Reclaim: a key claimed while absent (released, expired) is a new claim, with its own
+//     claim time and TTL. ReclaimAfterRelease, TTLRetrySameMessage.
+//   - Full: a full scope refuses a new key with ErrFull and evicts no pending claim, abandoned
+//     or not; a key already held is answered as anywhere. CapacityFull, CapacityFullAbandoned,
+//     CapacityConcurrent, CapacityIgnoresExpired.
+//   - Bind-Owner: only the current owner binds; another token, or a key not held, gets
+//     ErrNotOwner, the token checked first. BindWrongToken, BindNotHeld, ReleasedTokenRefused,
+//     BindAfterTTL, LeaseTakeover.
+//   - Bind-Idempotent: binding what is bound, or a part of it, succeeds and changes nothing.
+//     BindIdempotent, BindTaskThenReply, ConcurrentBinds.
+//   - Bind-Change: a task id may gain a reply; any other change gets ErrAlreadyBound.
+//     BindConflict, BindTaskThenReply, ConcurrentBinds, EmptyReplyBesideTask.
+//   - Bound-Kept: a bound key (to a task, or a reply alone) is no longer pending: never
+//     released, never taken over. ReleaseBoundIsNoop, BoundKeyNeverTakenOver.
+//   - Release-Frees: Release by the owner frees a pending claim. ReleaseFreesPending,
+//     ReleaseRacingTakeover.
+//   - Release-Absent: releasing a key not held returns nil. ReleaseNotHeld.
+//   - Release-Owner: Release under another token gets ErrNotOwner and changes nothing.
+//     ReleaseWrongToken, ReleasedTokenRefused, LeaseTakeover.
+//   - Lookup: Lookup reports what is known now, and changes nothing. LookupAbsent,
+//     LookupRecord, LookupReadOnly, LookupsSeeWholeBindings.
+//   - Token-Unique: tokens are unique per index, never zero. TokensUnique, ReleasedTokenRefused.
+//   - Scope: a scope partitions keys. ScopeIsolation, ScopeKeyNoCollision, ScopeIdentity.
+//   - Identity: keys, scopes and message ids are compared byte for byte, whole, however
+//     many. KeyLengths, KeyCase, MessageIDIdentity, ScopeIdentity, ManyKeys.
+//   - Invalid: bad input gets ErrInvalidArgument, whatever the key's state, and changes
+//     nothing. InvalidKey, InvalidMessageID, InvalidLease, InvalidToken, InvalidBinding,
+//     InvalidOnHeldKey.
+//   - Context: a done ctx gets an error wrapping ctx.Err(), whatever the key's state, and
+//     nothing takes effect. CancelledClaim, CancelledTakeover, CancelledBind,
+//     CancelledRelease, CancelledLookup.
+//   - TTL: a key lives for the TTL from its first claim; replays and takeovers do not extend
+//     it; past it the key is absent. TTLExpiresKey, TTLNotExtendedByReplay, TTLBoundary,
+//     TTLNotExtendedByTakeover, BindAfterTTL.
+//   - Task-Deleted: a key is never deleted because its task was. KeySurvivesTaskDeletion.
+//   - Verbatim: a reply is stored byte for byte; an empty reply counts as none.
+//     ReplyVerbatim, EmptyReplyBesideTask, RetrySameMessageBoundReply.
+//   - Aliasing: no returned Record shares memory with the index, the caller's Reply or
+//     another Record. ReplyNotAliased, RecordsNotAliased.
+//   - Sweep-Age: a sweep deletes keys older than the policy's age and no younger one.
+//     SweepDeletesOldKeys, SweepPolicyAge, SweepKeepsYoungKeys, SweepRacingClaims.
+//   - Sweep-Lease: a sweep never deletes a pending claim whose lease runs.
+//     SweepKeepsPendingInLease.
+//   - Sweep-Report: a sweep honours its batches and reports exactly what it did; a done ctx
+//     gets the report so far and ctx's error. SweepBatches, SweepCancelled, SweepCancelledMidway.
+//   - Capacity: Capacity counts a scope's keys, the empty scope's too. CapacityCountsClaims.
 //
 // Concurrency checks start many goroutines released together; some races show only
 // now and then, so run the suite under the race detector and more than once

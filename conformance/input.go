@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,20 +51,6 @@ func checkScopeIsolation(e *env) error {
 	return nil
 }
 
-// checkScopeKeyNoCollision: scopes and keys are kept apart, not joined into one
-// string: scope "t" with key "k:K" and scope "t:k" with key "K" are two claims, and so
-// are scope "tk" with key "K" and scope "t" with key "kK".
-func checkScopeKeyNoCollision(e *env) error {
-	k := e.key()
-	pairs := [][2]string{{"t", "k:" + k}, {"t:k", k}, {"tk", k}, {"t", "k" + k}}
-	for i, p := range pairs {
-		if _, err := e.own(p[0], p[1], fmt.Sprintf("conformance-message-%d", i), longLease); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // checkKeySurvivesTaskDeletion: deleting a task does not delete the key bound to it: a
 // retry still gets the task id (and the server will answer that the task is gone, not
 // run the agent again), and another message is still refused. Without a task store in
@@ -100,14 +87,24 @@ func (e *env) doneContexts() map[string]context.Context {
 	return map[string]context.Context{"a cancelled context": cancelled, "a context past its deadline": expired}
 }
 
-// checkCancelledClaim: a Claim whose context is already done returns an error and
-// consumes nothing: the key stays absent, and another message can claim it.
+// wantCtxErr wants err to wrap ctx.Err(), ctx being done; what names the call.
+func wantCtxErr(what string, ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%s = %v; want an error wrapping ctx.Err() (%v), so that callers can tell a gone client "+
+			"from a failing store (wrap with %%w, not %%v, and check ctx before answering from any state)", what, err, ctx.Err())
+	}
+	return nil
+}
+
+// checkCancelledClaim: a Claim whose context is already done returns an error
+// wrapping ctx.Err() and consumes nothing, whatever the key's state: a free key stays
+// absent and another message can claim it; a pending or bound key is unchanged.
 func checkCancelledClaim(e *env) error {
 	for name, ctx := range e.doneContexts() {
 		key := e.key()
 		c, err := e.ix.Claim(ctx, "", key, msgA, longLease)
-		if err == nil {
-			return fmt.Errorf("Claim with %s = %s, nil; want an error, and nothing claimed", name, describe(c))
+		if err := wantCtxErr(fmt.Sprintf("Claim of a free key with %s (result %s)", name, describe(c)), ctx, err); err != nil {
+			return err
 		}
 		if err := e.wantAbsent("", key); err != nil {
 			return fmt.Errorf("after a Claim with %s: %w", name, err)
@@ -115,12 +112,48 @@ func checkCancelledClaim(e *env) error {
 		if _, err := e.own("", key, msgB, longLease); err != nil {
 			return fmt.Errorf("after a Claim with %s: %w", name, err)
 		}
+		for _, msg := range []string{msgA, msgB} {
+			c, err := e.ix.Claim(ctx, "", key, msg, longLease)
+			if err := wantCtxErr(fmt.Sprintf("Claim of a pending key by %q with %s (result %s)", msg, name, describe(c)), ctx, err); err != nil {
+				return err
+			}
+		}
+		bound := e.key()
+		if _, err := e.ownBound("", bound, msgA, boundA); err != nil {
+			return err
+		}
+		c, err = e.ix.Claim(ctx, "", bound, msgA, longLease)
+		if err := wantCtxErr(fmt.Sprintf("Claim of a bound key by its message with %s (result %s)", name, describe(c)), ctx, err); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// checkCancelledBind: a Bind whose context is done returns an error and binds
-// nothing; the owner can bind afterwards.
+// checkCancelledTakeover: a Claim with a done context takes nothing over: the claim
+// whose lease ended stays with its owner, who can still bind it.
+func checkCancelledTakeover(e *env) error {
+	keys, toks, err := e.abandon("", 1)
+	if err != nil {
+		return err
+	}
+	key, tok := keys[0], toks[0]
+	for name, ctx := range e.doneContexts() {
+		c, err := e.ix.Claim(ctx, "", key, msgA, longLease)
+		if err := wantCtxErr(fmt.Sprintf("Claim of an abandoned claim (a takeover) with %s (result %s)", name, describe(c)), ctx, err); err != nil {
+			return err
+		}
+	}
+	if err := e.bind("", key, tok, boundA); err != nil {
+		return fmt.Errorf("by the owner, after takeovers with a done context: %w", err)
+	}
+	_, err = e.wantSame("", key, msgA, boundA)
+	return err
+}
+
+// checkCancelledBind: a Bind whose context is done returns an error wrapping
+// ctx.Err() and binds nothing, whether the key is pending or already bound to the same
+// value; the owner can bind afterwards.
 func checkCancelledBind(e *env) error {
 	for name, ctx := range e.doneContexts() {
 		key := e.key()
@@ -128,8 +161,9 @@ func checkCancelledBind(e *env) error {
 		if err != nil {
 			return err
 		}
-		if err := e.ix.Bind(ctx, "", key, tok, boundA); err == nil {
-			return fmt.Errorf("Bind with %s = nil; want an error, and nothing bound", name)
+		err = e.ix.Bind(ctx, "", key, tok, boundA)
+		if err := wantCtxErr("Bind of a pending key with "+name, ctx, err); err != nil {
+			return err
 		}
 		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
 			return fmt.Errorf("after a Bind with %s: %w", name, err)
@@ -137,12 +171,17 @@ func checkCancelledBind(e *env) error {
 		if err := e.bind("", key, tok, boundB); err != nil {
 			return fmt.Errorf("after a Bind with %s: %w", name, err)
 		}
+		err = e.ix.Bind(ctx, "", key, tok, boundB)
+		if err := wantCtxErr("Bind of a key bound to the same task with "+name, ctx, err); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// checkCancelledRelease: a Release whose context is done returns an error and frees
-// nothing; the owner still holds the claim.
+// checkCancelledRelease: a Release whose context is done returns an error wrapping
+// ctx.Err() and frees nothing, whether the key is pending, bound or not held; the
+// owner still holds the claim.
 func checkCancelledRelease(e *env) error {
 	for name, ctx := range e.doneContexts() {
 		key := e.key()
@@ -150,8 +189,9 @@ func checkCancelledRelease(e *env) error {
 		if err != nil {
 			return err
 		}
-		if err := e.ix.Release(ctx, "", key, tok); err == nil {
-			return fmt.Errorf("Release with %s = nil; want an error, and nothing released", name)
+		err = e.ix.Release(ctx, "", key, tok)
+		if err := wantCtxErr("Release of a pending key with "+name, ctx, err); err != nil {
+			return err
 		}
 		if err := e.wantOther("", key, msgB); err != nil {
 			return fmt.Errorf("after a Release with %s: %w", name, err)
@@ -159,19 +199,31 @@ func checkCancelledRelease(e *env) error {
 		if err := e.bind("", key, tok, boundA); err != nil {
 			return fmt.Errorf("after a Release with %s: %w", name, err)
 		}
+		err = e.ix.Release(ctx, "", key, tok)
+		if err := wantCtxErr("Release of a bound key with "+name, ctx, err); err != nil {
+			return err
+		}
+		err = e.ix.Release(ctx, "", e.key(), tok)
+		if err := wantCtxErr("Release of a key not held with "+name, ctx, err); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// checkCancelledLookup: a Lookup whose context is done returns an error.
+// checkCancelledLookup: a Lookup whose context is done returns an error wrapping
+// ctx.Err(), whether the key is held or absent.
 func checkCancelledLookup(e *env) error {
 	key := e.key()
 	if _, err := e.own("", key, msgA, longLease); err != nil {
 		return err
 	}
 	for name, ctx := range e.doneContexts() {
-		if r, ok, err := e.ix.Lookup(ctx, "", key); err == nil {
-			return fmt.Errorf("Lookup with %s = %s, %t, nil; want an error", name, describeRecord(r), ok)
+		for _, k := range []string{key, e.key()} {
+			r, ok, err := e.ix.Lookup(ctx, "", k)
+			if err := wantCtxErr(fmt.Sprintf("Lookup with %s (result %s, %t)", name, describeRecord(r), ok), ctx, err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -287,4 +339,54 @@ func checkInvalidBinding(e *env) error {
 
 func ordinal(i int) string {
 	return [...]string{"first", "second", "third"}[i]
+}
+
+// checkInvalidOnHeldKey: bad input is refused with ErrInvalidArgument on a key that is
+// already held too (pending or bound), before the key's state is looked at, and
+// changes nothing.
+func checkInvalidOnHeldKey(e *env) error {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	bound := e.key()
+	btok, err := e.ownBound("", bound, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	for _, h := range []struct {
+		state, key string
+		tok        idempotency.Token
+		b          idempotency.Binding
+	}{{"pending", key, tok, pending}, {"bound", bound, btok, boundA}} {
+		for _, c := range []struct {
+			what  string
+			msg   string
+			lease time.Duration
+		}{{"an empty message id", "", longLease}, {"lease 0, by the holding message", msgA, 0}, {"a negative lease, by another message", msgB, -time.Second}} {
+			got, err := e.ix.Claim(e.ctx, "", h.key, c.msg, c.lease)
+			if err := wantErr(fmt.Sprintf("Claim of a %s key with %s (result %s)", h.state, c.what, describe(got)), err, idempotency.ErrInvalidArgument); err != nil {
+				return err
+			}
+		}
+		for _, b := range []idempotency.Binding{{}, {Reply: []byte{}}} {
+			err := e.ix.Bind(e.ctx, "", h.key, h.tok, b)
+			if err := wantErr(fmt.Sprintf("Bind of a %s key by its owner with an empty Binding", h.state), err, idempotency.ErrInvalidArgument); err != nil {
+				return err
+			}
+		}
+		err := e.ix.Bind(e.ctx, "", h.key, 0, boundA)
+		if err := wantErr(fmt.Sprintf("Bind of a %s key with the zero token", h.state), err, idempotency.ErrInvalidArgument); err != nil {
+			return err
+		}
+		err = e.ix.Release(e.ctx, "", h.key, 0)
+		if err := wantErr(fmt.Sprintf("Release of a %s key with the zero token", h.state), err, idempotency.ErrInvalidArgument); err != nil {
+			return err
+		}
+		if _, err := e.wantHeld("", h.key, msgA, h.b); err != nil {
+			return fmt.Errorf("after bad input on the %s key: %w", h.state, err)
+		}
+	}
+	return e.bind("", key, tok, boundA)
 }

@@ -104,16 +104,33 @@ func checkLeaseOtherMessageNoTakeover(e *env) error {
 	return err
 }
 
+// abandon claims n fresh keys of scope as msgA with a lease meant to end during the
+// check, lets it end, and returns the keys and their owners' tokens.
+func (e *env) abandon(scope string, n int) ([]string, []idempotency.Token, error) {
+	lease := e.lease()
+	keys := make([]string, n)
+	toks := make([]idempotency.Token, n)
+	start := time.Now()
+	for i := range keys {
+		keys[i] = e.key()
+		tok, err := e.own(scope, keys[i], msgA, lease)
+		if err != nil {
+			return nil, nil, fmt.Errorf("claim %d of %d: %w", i+1, n, err)
+		}
+		toks[i] = tok
+	}
+	e.since(start).to(lease + e.margin())
+	return keys, toks, nil
+}
+
 // checkLateBindWithoutTakeover: an owner whose lease ended, but whose claim nobody
 // took over, still owns it and can bind it.
 func checkLateBindWithoutTakeover(e *env) error {
-	key, lease := e.key(), e.lease()
-	start := time.Now()
-	tok, err := e.own("", key, msgA, lease)
+	keys, toks, err := e.abandon("", 1)
 	if err != nil {
 		return err
 	}
-	e.since(start).to(lease + e.margin())
+	key, tok := keys[0], toks[0]
 	if err := e.bind("", key, tok, boundA); err != nil {
 		return fmt.Errorf("after the lease ended, nobody having taken the claim over: %w", err)
 	}
@@ -125,27 +142,37 @@ func checkLateBindWithoutTakeover(e *env) error {
 // the same message gets the task rather than a takeover, Release changes nothing,
 // and another message is refused.
 func checkBoundKeyNeverTakenOver(e *env) error {
-	key, lease := e.key(), e.lease()
+	keys, lease := []string{e.key(), e.key()}, e.lease()
+	bindings := []idempotency.Binding{boundA, repliedA}
+	toks := make([]idempotency.Token, len(keys))
 	start := time.Now()
-	tok, err := e.own("", key, msgA, lease)
-	if err != nil {
-		return err
-	}
-	if err := e.bind("", key, tok, boundA); err != nil {
-		return err
+	for i, key := range keys {
+		tok, err := e.own("", key, msgA, lease)
+		if err != nil {
+			return err
+		}
+		if err := e.bind("", key, tok, bindings[i]); err != nil {
+			return err
+		}
+		toks[i] = tok
 	}
 	e.since(start).to(lease + e.margin())
-	if _, err := e.wantSame("", key, msgA, boundA); err != nil {
-		return fmt.Errorf("after the lease of a bound key ended: %w", err)
+	for i, key := range keys {
+		b := bindings[i]
+		if _, err := e.wantSame("", key, msgA, b); err != nil {
+			return fmt.Errorf("after the lease of a key bound to %s ended: %w", describeBinding(b), err)
+		}
+		if err := e.wantOther("", key, msgB); err != nil {
+			return fmt.Errorf("after the lease of a key bound to %s ended: %w", describeBinding(b), err)
+		}
+		if err := e.release("", key, toks[i]); err != nil {
+			return fmt.Errorf("of a key bound to %s after its lease ended: %w", describeBinding(b), err)
+		}
+		if _, err := e.wantHeld("", key, msgA, b); err != nil {
+			return err
+		}
 	}
-	if err := e.wantOther("", key, msgB); err != nil {
-		return fmt.Errorf("after the lease of a bound key ended: %w", err)
-	}
-	if err := e.release("", key, tok); err != nil {
-		return fmt.Errorf("of a bound key after its lease ended: %w", err)
-	}
-	_, err = e.wantHeld("", key, msgA, boundA)
-	return err
+	return nil
 }
 
 // checkLeaseNotExtendedByReplay: a retry of the same message does not extend the
@@ -259,6 +286,214 @@ func checkTTLNotExtendedByTakeover(e *env) error {
 	tl.to(ttl + m)
 	if err := e.wantAbsent("", key); err != nil {
 		return fmt.Errorf("%v after the TTL counted from the first claim (a takeover must keep the claim time): %w", m, err)
+	}
+	return nil
+}
+
+// checkTakeoverLease: a takeover's lease is the lease passed to the Claim that took
+// over, counted from the takeover: a takeover with a lease three times the first one's
+// is still held when the first lease's length has passed again, is taken over once its
+// own lease ends, and Record.LeaseExpiresAt reports that end.
+func checkTakeoverLease(e *env) error {
+	key, lease, m := e.key(), e.lease(), e.margin()
+	start := time.Now()
+	if _, err := e.own("", key, msgA, lease); err != nil {
+		return err
+	}
+	tl := e.since(start)
+	r1, err := e.wantHeld("", key, msgA, pending)
+	if err != nil {
+		return err
+	}
+	tl.to(lease + m)
+	before := time.Now()
+	if _, err := e.own("", key, msgA, 3*lease); err != nil {
+		return fmt.Errorf("%v after the lease ended: %w", m, err)
+	}
+	after := time.Now()
+	r2, err := e.wantHeld("", key, msgA, pending)
+	if err != nil {
+		return err
+	}
+	// The takeover happened lease+m after the first claim on the controllable clock;
+	// on the real clock, somewhere in [before, after] of the test's clock, which the
+	// index's may not share, so only the length is judged against the claim time.
+	lo, hi := lease+m+3*lease-time.Second, lease+m+3*lease+time.Second
+	if !e.clock() {
+		lo, hi = before.Sub(tl.origin)+3*lease-m, after.Sub(tl.start)+3*lease+m
+	}
+	if got := r2.LeaseExpiresAt.Sub(r1.ClaimedAt); got < lo || got > hi || !r2.LeaseExpiresAt.After(r1.LeaseExpiresAt) {
+		return fmt.Errorf("after a takeover with lease %v at %v, Lookup reports a lease ending %v after the first claim (%s); "+
+			"want the takeover's own lease, counted from the takeover: about %v",
+			3*lease, lease+m, got, describeRecord(r2), lease+m+3*lease)
+	}
+	tl.to(lease + m + 2*lease)
+	if _, err := e.wantSame("", key, msgA, pending); err != nil {
+		if tl.overran(lease + m + 3*lease) {
+			return stalled("the retry", lease+m+3*lease)
+		}
+		return fmt.Errorf("%v after a takeover with lease %v (the lease is the takeover's, not the first claim's): %w", 2*lease, 3*lease, err)
+	}
+	tl.to(lease + m + 3*lease + m)
+	if _, err := e.own("", key, msgA, longLease); err != nil {
+		return fmt.Errorf("%v after the lease of %v of a takeover ended: %w", m, 3*lease, err)
+	}
+	return nil
+}
+
+// checkLeaseBoundary: the lease ends exactly at claim time plus lease: a retry 5
+// seconds before is held, one at that instant takes over (needs Harness.Advance).
+func checkLeaseBoundary(e *env) error {
+	key, lease := e.key(), clockLease
+	if _, err := e.own("", key, msgA, lease); err != nil {
+		return err
+	}
+	tl := e.since(time.Now())
+	tl.to(lease - clockMargin)
+	if _, err := e.wantSame("", key, msgA, pending); err != nil {
+		return fmt.Errorf("%v before the lease ends: %w", clockMargin, err)
+	}
+	tl.to(lease)
+	if _, err := e.own("", key, msgA, lease); err != nil {
+		return fmt.Errorf("at the instant the lease ends (it runs out at claim time plus lease, "+
+			"so compare now >= lease end, not now > lease end): %w", err)
+	}
+	return nil
+}
+
+// checkLeaseSubSecond: a lease shorter than a second is kept, not cut to whole
+// seconds (to none): a claim with a lease of 400ms is held right away, on a clock that
+// has not moved, and taken over once it ended (needs Harness.Advance). An index that
+// stores whole seconds passes when it rounds such a lease up.
+func checkLeaseSubSecond(e *env) error {
+	key, lease := e.key(), 400*time.Millisecond
+	if _, err := e.own("", key, msgA, lease); err != nil {
+		return err
+	}
+	tl := e.since(time.Now())
+	if _, err := e.wantSame("", key, msgA, pending); err != nil {
+		return fmt.Errorf("right after a claim with lease %v (a lease cut to whole seconds is no lease): %w", lease, err)
+	}
+	tl.to(lease + clockMargin)
+	if _, err := e.own("", key, msgA, lease); err != nil {
+		return fmt.Errorf("%v after a lease of %v ended: %w", clockMargin, lease, err)
+	}
+	return nil
+}
+
+// checkTTLBoundary: a key counts as absent from exactly its claim time plus the TTL:
+// held a margin before, absent at that instant (needs Harness.Advance and Harness.TTL).
+func checkTTLBoundary(e *env) error {
+	ttl, m := e.h.TTL, e.ttlMargin()
+	key := e.key()
+	if _, err := e.ownBound("", key, msgA, boundA); err != nil {
+		return err
+	}
+	tl := e.since(time.Now())
+	tl.to(ttl - m)
+	if _, err := e.wantHeld("", key, msgA, boundA); err != nil {
+		return fmt.Errorf("%v before the TTL: %w", m, err)
+	}
+	tl.to(ttl)
+	if err := e.wantAbsent("", key); err != nil {
+		return fmt.Errorf("at the instant the TTL ends (a key lives [claim time, claim time + TTL)): %w", err)
+	}
+	return nil
+}
+
+// checkTTLRetrySameMessage: a retry of the same message after the TTL of its bound
+// key is a new claim: Claimed, with a new token, a claim time of its own and nothing
+// bound; its TTL runs from the new claim.
+func checkTTLRetrySameMessage(e *env) error {
+	ttl, m := e.h.TTL, e.ttlMargin()
+	key := e.key()
+	old, err := e.ownBound("", key, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	r1, err := e.wantHeld("", key, msgA, boundA)
+	if err != nil {
+		return err
+	}
+	tl := e.since(time.Now())
+	tl.to(ttl + m)
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return fmt.Errorf("a retry of the same message %v after the TTL of its bound key: %w", m, err)
+	}
+	if tok == old {
+		return fmt.Errorf("a claim after the TTL got the expired claim's token %d; want a new one", tok)
+	}
+	r2, err := e.wantHeld("", key, msgA, pending)
+	if err != nil {
+		return fmt.Errorf("a retry of the same message after the TTL is a new claim, with nothing bound: %w", err)
+	}
+	if r2.ClaimedAt.Sub(r1.ClaimedAt) < ttl {
+		return fmt.Errorf("a claim %v after the TTL reports ClaimedAt %v, %v after the expired claim's; want its own claim time",
+			m, r2.ClaimedAt, r2.ClaimedAt.Sub(r1.ClaimedAt))
+	}
+	tl.to(ttl + m + ttl - m)
+	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
+		return fmt.Errorf("%v before the TTL of the new claim: %w", m, err)
+	}
+	return nil
+}
+
+// checkReclaimAfterRelease: a key claimed again after a Release is a new claim: its
+// ClaimedAt is the new claim's, and its TTL runs from it.
+func checkReclaimAfterRelease(e *env) error {
+	ttl, m := e.h.TTL, e.ttlMargin()
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	if err != nil {
+		return err
+	}
+	r1, err := e.wantHeld("", key, msgA, pending)
+	if err != nil {
+		return err
+	}
+	tl := e.since(time.Now())
+	tl.to(ttl / 2)
+	if err := e.release("", key, tok); err != nil {
+		return err
+	}
+	if _, err := e.ownBound("", key, msgB, boundB); err != nil {
+		return fmt.Errorf("after Release: %w", err)
+	}
+	r2, err := e.wantHeld("", key, msgB, boundB)
+	if err != nil {
+		return err
+	}
+	if r2.ClaimedAt.Sub(r1.ClaimedAt) < ttl/2-time.Second {
+		return fmt.Errorf("a key claimed %v after a claim that was released reports ClaimedAt %v after the released claim's; "+
+			"want the new claim's time (a released key is absent, and its next claim is new)", ttl/2, r2.ClaimedAt.Sub(r1.ClaimedAt))
+	}
+	tl.to(ttl + m)
+	if _, err := e.wantHeld("", key, msgB, boundB); err != nil {
+		return fmt.Errorf("%v after the TTL of the released claim, well within the new claim's: %w", m, err)
+	}
+	return nil
+}
+
+// checkBindAfterTTL: past its TTL a pending key is no longer held: its owner's Bind
+// returns ErrNotOwner and does not bring the key back, and Release returns nil.
+func checkBindAfterTTL(e *env) error {
+	ttl, m := e.h.TTL, e.ttlMargin()
+	key := e.key()
+	tok, err := e.own("", key, msgA, e.ttlLease())
+	if err != nil {
+		return err
+	}
+	e.since(time.Now()).to(ttl + m)
+	err = e.ix.Bind(e.ctx, "", key, tok, boundA)
+	if err := wantErr(fmt.Sprintf("Bind(%s) by the owner %v after the key's TTL", where("", key), m), err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	if err := e.wantAbsent("", key); err != nil {
+		return fmt.Errorf("after a Bind past the TTL: %w", err)
+	}
+	if err := e.ix.Release(e.ctx, "", key, tok); err != nil {
+		return fmt.Errorf("Release(%s) by the owner after the key's TTL = %w; want nil (the key is not held)", where("", key), err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -81,22 +82,55 @@ func checkCapacityCountsClaims(e *env) error {
 	if _, err := e.wantHeldCount(c, scope, 2); err != nil {
 		return fmt.Errorf("after a Release: %w", err)
 	}
+	// The empty scope is a scope like any other. The storage may hold keys of the empty
+	// scope already, so only the change is judged.
+	before, err := c.Capacity(e.ctx, "")
+	if err != nil {
+		return fmt.Errorf("Capacity(\"\"): %w", err)
+	}
+	for range 2 {
+		if _, err := e.own("", e.key(), msgA, longLease); err != nil {
+			return err
+		}
+	}
+	if _, err := e.wantHeldCount(c, "", before.Held+2); err != nil {
+		return fmt.Errorf("after 2 claims in the empty scope, which held %d keys: %w", before.Held, err)
+	}
 	return nil
 }
 
-// fill claims a scope's whole capacity, binding every other key, and returns the keys
-// and tokens. It skips when the index has no bound, or one too large to fill.
-func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []idempotency.Token, error) {
+// fillable returns the Capacity of a fresh scope that a check can fill: errUnbounded
+// when the index reports no bound, and a skip when the bound is too large to fill.
+func (e *env) fillable(c idempotency.CapacityReporter, scope string) (idempotency.Capacity, error) {
 	capa, err := e.wantHeldCount(c, scope, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("fresh scope: %w", err)
-	}
 	switch {
+	case err != nil:
+		return capa, fmt.Errorf("fresh scope: %w", err)
 	case capa.Limit == 0:
-		return nil, nil, skipf("the index reports no bound on keys per scope (Capacity.Limit is 0)")
+		return capa, errUnbounded
 	case capa.Limit > maxFill:
-		return nil, nil, skipf("the index bounds a scope to %d keys, more than the %d this check fills; "+
+		return capa, skipf("the index bounds a scope to %d keys, more than the %d this check fills; "+
 			"build the index with a smaller bound to check it", capa.Limit, maxFill)
+	}
+	return capa, nil
+}
+
+// bounded is fillable for checks that need a bound: they skip when there is none.
+func (e *env) bounded(c idempotency.CapacityReporter, scope string) (idempotency.Capacity, error) {
+	capa, err := e.fillable(c, scope)
+	if errors.Is(err, errUnbounded) {
+		return capa, skipf("%v", err)
+	}
+	return capa, err
+}
+
+// fill claims a scope's whole capacity, binding every other key, and returns the keys
+// and tokens. It returns errUnbounded when the index has no bound, and skips when the
+// bound is too large to fill.
+func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []idempotency.Token, error) {
+	capa, err := e.fillable(c, scope)
+	if err != nil {
+		return nil, nil, err
 	}
 	keys := make([]string, capa.Limit)
 	toks := make([]idempotency.Token, capa.Limit)
@@ -117,9 +151,32 @@ func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []id
 	return keys, toks, nil
 }
 
+// errUnbounded is fill's error when the index reports no bound (Limit 0).
+var errUnbounded = errors.New("the index reports no bound on keys per scope (Capacity.Limit is 0)")
+
+// unboundedProbe is how many keys CapacityFull claims in one scope of an index that
+// reports no bound, wanting no ErrFull.
+const unboundedProbe = 1000
+
+// probeUnbounded claims unboundedProbe keys in one scope of an index that reports no
+// bound, and wants every one Claimed: a reported Limit of 0 is a promise.
+func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
+	scope := e.scope()
+	for i := range unboundedProbe {
+		if _, err := e.own(scope, e.key(), msgA, longLease); err != nil {
+			return fmt.Errorf("claim %d in one scope of an index whose Capacity reports no bound (Limit 0): %w; "+
+				"report the bound the index enforces", i+1, err)
+		}
+	}
+	_, err := e.wantHeldCount(c, scope, unboundedProbe)
+	return err
+}
+
 // checkCapacityFull: when a scope holds as many keys as the index allows, a Claim of a
 // new key returns ErrFull and evicts nothing; retries of the keys held still get
-// their answers, other scopes are unaffected, and a release makes room.
+// their answers, another message is still refused, other scopes are unaffected, and a
+// release makes room. An index that reports no bound must take a thousand keys in one
+// scope without ErrFull.
 func checkCapacityFull(e *env) error {
 	c, err := e.capacity()
 	if err != nil {
@@ -127,8 +184,14 @@ func checkCapacityFull(e *env) error {
 	}
 	scope := e.scope()
 	keys, toks, err := e.fill(c, scope)
+	if errors.Is(err, errUnbounded) {
+		return e.probeUnbounded(c)
+	}
 	if err != nil {
 		return err
+	}
+	if err := e.wantOther(scope, keys[0], msgB); err != nil {
+		return fmt.Errorf("another message in a full scope (a key already held is not a new key): %w", err)
 	}
 	extra := e.key()
 	got, err := e.ix.Claim(e.ctx, scope, extra, msgB, longLease)
@@ -176,6 +239,9 @@ func checkCapacityIgnoresExpired(e *env) error {
 	}
 	scope := e.scope()
 	start := time.Now()
+	if _, err := e.bounded(c, scope); err != nil {
+		return err
+	}
 	if _, _, err := e.fill(c, scope); err != nil {
 		return err
 	}
@@ -393,6 +459,7 @@ func checkSweepBatches(e *env) error {
 	if rep.Batches != 1 || rep.KeysDeleted < 1 || rep.KeysDeleted > 2 || rep.Complete {
 		return fmt.Errorf("PurgeExpired(%+v) with 5 keys to delete = %+v; want 1 batch of 1 or 2 keys, not Complete", p, rep)
 	}
+	total := rep.KeysDeleted
 	p.MaxBatches = 0
 	for i := 0; !rep.Complete; i++ {
 		if i == 10 {
@@ -404,6 +471,7 @@ func checkSweepBatches(e *env) error {
 		if rep.KeysDeleted > int64(p.BatchSize*rep.Batches) {
 			return fmt.Errorf("PurgeExpired(%+v) = %+v; want at most %d keys per batch", p, rep, p.BatchSize)
 		}
+		total += rep.KeysDeleted
 	}
 	gone, err := e.absent(scope, keys)
 	if err != nil {
@@ -411,6 +479,10 @@ func checkSweepBatches(e *env) error {
 	}
 	if gone != len(keys) {
 		return fmt.Errorf("%d of %d keys to delete are left after the sweep reported Complete", len(keys)-gone, len(keys))
+	}
+	if total != int64(len(keys)) {
+		return fmt.Errorf("the sweeps that deleted %d keys reported %d deleted in all; want KeysDeleted to count exactly the keys each call deleted",
+			len(keys), total)
 	}
 	return nil
 }
@@ -440,6 +512,238 @@ func checkSweepCancelled(e *env) error {
 	}
 	if int64(gone) > rep.KeysDeleted {
 		return fmt.Errorf("PurgeExpired with a cancelled context reported %+v but %d keys are gone", rep, gone)
+	}
+	return nil
+}
+
+// checkCapacityFullAbandoned: a scope full of abandoned claims (pending, lease ended)
+// is still full: a new key gets ErrFull and no claim is evicted; a retry takes one
+// over (a takeover is not a new key), another message is refused, and the old owner
+// of a claim nobody took over still binds it.
+func checkCapacityFullAbandoned(e *env) error {
+	c, err := e.capacity()
+	if err != nil {
+		return err
+	}
+	scope := e.scope()
+	capa, err := e.bounded(c, scope)
+	if err != nil {
+		return err
+	}
+	keys, toks, err := e.abandon(scope, capa.Limit)
+	if err != nil {
+		return fmt.Errorf("filling a scope bounded to %d keys: %w", capa.Limit, err)
+	}
+	got, err := e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
+	if err := wantErr(fmt.Sprintf("Claim of a new key in a scope full of abandoned claims (result %s; never evict a pending claim)",
+		describe(got)), err, idempotency.ErrFull); err != nil {
+		return err
+	}
+	for i, key := range keys {
+		if _, err := e.wantHeld(scope, key, msgA, pending); err != nil {
+			return fmt.Errorf("abandoned claim %d of a full scope, after a Claim was refused: %w", i+1, err)
+		}
+	}
+	if _, err := e.own(scope, keys[0], msgA, longLease); err != nil {
+		return fmt.Errorf("a takeover in a full scope (a key already held is not a new key): %w", err)
+	}
+	if len(keys) > 1 {
+		if err := e.wantOther(scope, keys[1], msgB); err != nil {
+			return fmt.Errorf("another message in a full scope: %w", err)
+		}
+		if err := e.bind(scope, keys[1], toks[1], boundA); err != nil {
+			return fmt.Errorf("the owner of an abandoned claim in a full scope, nobody having taken it over: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkCapacityConcurrent: racers claim distinct keys of one scope at once, twice as
+// many as the bound, across both handles when the harness offers two: exactly the
+// bound are Claimed, the others get ErrFull, and Capacity counts the bound.
+func checkCapacityConcurrent(e *env) error {
+	c, err := e.capacity()
+	if err != nil {
+		return err
+	}
+	scope := e.scope()
+	capa, err := e.bounded(c, scope)
+	if err != nil {
+		return err
+	}
+	ixs, err := e.handles()
+	if err != nil {
+		return err
+	}
+	n := 2 * capa.Limit
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = e.key()
+	}
+	var claimed int
+	for first := 0; first < n; first += racers {
+		out, err := e.together(min(racers, n-first), func(i int) (idempotency.Claim, error) {
+			return ixs[i%len(ixs)].Claim(e.ctx, scope, keys[first+i], msgA, longLease)
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range out {
+			switch {
+			case o.err == nil && o.c.Status == idempotency.Claimed:
+				claimed++
+			case !errors.Is(o.err, idempotency.ErrFull):
+				return fmt.Errorf("concurrent Claims of distinct keys in a scope bounded to %d keys: Claim = %s, %v; want claimed or ErrFull",
+					capa.Limit, describe(o.c), o.err)
+			}
+		}
+	}
+	if claimed != capa.Limit {
+		return fmt.Errorf("%d concurrent Claims of distinct keys in a scope bounded to %d keys: %d claimed; want exactly %d "+
+			"(count and insert in one atomic step)", n, capa.Limit, claimed, capa.Limit)
+	}
+	_, err = e.wantHeldCount(c, scope, capa.Limit)
+	return err
+}
+
+// checkSweepKeepsYoungKeys: PurgeExpired keeps a key younger than the policy's age
+// even when it is a pending claim whose lease ended.
+func checkSweepKeepsYoungKeys(e *env) error {
+	s, err := e.sweeper()
+	if err != nil {
+		return err
+	}
+	scope, u := e.scope(), e.sweepUnit()
+	key := e.key()
+	start := time.Now()
+	if _, err := e.own(scope, key, msgA, u); err != nil {
+		return err
+	}
+	tl := e.since(start)
+	tl.to(2 * u)
+	p := idempotency.RetentionPolicy{KeyMaxAge: 10 * u}
+	if _, err := purge(e.ctx, s, p); err != nil {
+		return err
+	}
+	if _, err := e.wantHeld(scope, key, msgA, pending); err != nil {
+		if tl.overran(10 * u) {
+			return stalled("the sweep", 10*u)
+		}
+		return fmt.Errorf("a pending claim %v old whose lease of %v ended, after PurgeExpired(%+v) "+
+			"(an abandoned claim is deleted only once it is older than the policy's age): %w", 2*u, u, p, err)
+	}
+	return nil
+}
+
+// countdown is a context that turns done at its n-th call of Err (or once its parent
+// is done): a context that ends in the middle of a sweep.
+type countdown struct {
+	context.Context
+	mu   sync.Mutex
+	left int
+	done chan struct{}
+}
+
+func newCountdown(parent context.Context, n int) *countdown {
+	return &countdown{Context: parent, left: n, done: make(chan struct{})}
+}
+
+func (c *countdown) Done() <-chan struct{} { return c.done }
+
+func (c *countdown) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left > 0 {
+		c.left--
+		if c.left > 0 {
+			return c.Context.Err()
+		}
+		close(c.done)
+	}
+	return context.Canceled
+}
+
+// checkSweepCancelledMidway: a sweep whose context ends between batches returns an
+// error wrapping ctx.Err() and a report of exactly what it deleted so far; one whose
+// context never ended in time reports a complete sweep.
+func checkSweepCancelledMidway(e *env) error {
+	s, err := e.sweeper()
+	if err != nil {
+		return err
+	}
+	scope, u := e.scope(), e.sweepUnit()
+	keys, err := e.oldKeys(scope, 6)
+	if err != nil {
+		return err
+	}
+	ctx := newCountdown(e.ctx, 3)
+	p := idempotency.RetentionPolicy{KeyMaxAge: u, BatchSize: 1}
+	rep, err := s.PurgeExpired(ctx, p)
+	gone, aerr := e.absent(scope, keys)
+	if aerr != nil {
+		return aerr
+	}
+	switch {
+	case err == nil && (!rep.Complete || gone != len(keys) || rep.KeysDeleted != int64(gone)):
+		return fmt.Errorf("PurgeExpired(%+v) = %+v, nil with %d of %d keys deleted; want a complete report of what it deleted", p, rep, gone, len(keys))
+	case err != nil && !errors.Is(err, context.Canceled):
+		return fmt.Errorf("PurgeExpired(%+v) with a context that ended midway = %+v, %v; want an error wrapping ctx.Err()", p, rep, err)
+	case err != nil && (rep.KeysDeleted != int64(gone) || (rep.Complete && gone != len(keys))):
+		return fmt.Errorf("PurgeExpired(%+v) with a context that ended midway = %+v, %v, and %d of %d keys are gone; "+
+			"want the report of what it deleted before ctx ended", p, rep, err, gone, len(keys))
+	}
+	return nil
+}
+
+// checkSweepRacingClaims: a sweep runs while racers claim afresh the keys it is
+// deleting (keys past their TTL, which count as absent): every claim that won is a
+// young pending claim and survives the sweep. A sweep that picks its rows first and
+// deletes them later, without judging them again, deletes fresh claims.
+func checkSweepRacingClaims(e *env) error {
+	s, err := e.sweeper()
+	if err != nil {
+		return err
+	}
+	ixs, err := e.handles()
+	if err != nil {
+		return err
+	}
+	scope := e.scope()
+	const n = racers - 1
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = e.key()
+		if _, err := e.ownBound(scope, keys[i], msgA, boundA); err != nil {
+			return err
+		}
+	}
+	e.since(time.Now()).to(e.h.TTL + e.ttlMargin())
+	p := idempotency.RetentionPolicy{KeyMaxAge: e.h.TTL}
+	var rep idempotency.PurgeReport
+	out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+		if i == 0 {
+			var err error
+			rep, err = s.PurgeExpired(e.ctx, p)
+			return idempotency.Claim{}, err
+		}
+		time.Sleep(time.Duration(i%8) * 40 * time.Microsecond) // spread the claims over the sweep
+		return ixs[i%len(ixs)].Claim(e.ctx, scope, keys[i-1], msgB, longLease)
+	})
+	if err != nil {
+		return err
+	}
+	for _, o := range out {
+		switch {
+		case o.err != nil:
+			return fmt.Errorf("racer %d (%s): %w", o.racer, map[bool]string{true: "the sweep", false: "a Claim"}[o.racer == 0], o.err)
+		case o.racer > 0 && o.c.Status != idempotency.Claimed:
+			return fmt.Errorf("Claim of a key past its TTL, racing a sweep = %s; want claimed", describe(o.c))
+		}
+	}
+	for i, key := range keys {
+		if _, err := e.wantHeld(scope, key, msgB, pending); err != nil {
+			return fmt.Errorf("a fresh claim of key %d, made while PurgeExpired(%+v) ran (report %+v): %w", i+1, p, rep, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,206 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/a2akit/idempotency"
+)
+
+// claimsDistinct claims every (scope, key) of ids, each for its own message, and
+// wants every one Claimed and then held by its own message: no two are one key.
+// what names the set in failure messages.
+func (e *env) claimsDistinct(what string, ids [][2]string) ([]idempotency.Token, error) {
+	return e.claimsDistinctLookup(what, ids, true)
+}
+
+// claimsDistinctLookup is claimsDistinct, which looks every key up afterwards only when
+// lookup is set: a merge shows in the Claims already.
+func (e *env) claimsDistinctLookup(what string, ids [][2]string, lookup bool) ([]idempotency.Token, error) {
+	toks := make([]idempotency.Token, len(ids))
+	for i, id := range ids {
+		c, err := e.ix.Claim(e.ctx, id[0], id[1], distinctMsg(i), longLease)
+		if err != nil {
+			return nil, fmt.Errorf("%s: Claim(%s, %q): %w", what, where(id[0], id[1]), distinctMsg(i), err)
+		}
+		toks[i] = c.Token
+		if c.Status != idempotency.Claimed {
+			return nil, fmt.Errorf("%s: Claim(%s, %q) = %s; want claimed: the index took it for another key claimed before it "+
+				"(compare scopes and keys byte for byte, keep them apart, and never key storage by a short hash alone)",
+				what, where(id[0], id[1]), distinctMsg(i), describe(c))
+		}
+	}
+	for i, id := range ids {
+		if !lookup {
+			break
+		}
+		if _, err := e.wantHeld(id[0], id[1], distinctMsg(i), pending); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return toks, nil
+}
+
+// distinctMsg is the message id of the i-th claim of claimsDistinct.
+func distinctMsg(i int) string { return fmt.Sprintf("conformance-message-%d", i) }
+
+// checkKeyLengths: keys of every length from 16 to 255 bytes, each a prefix of the
+// longer ones, are that many keys: an index that truncates keys, or keys its storage
+// by a prefix, merges them.
+func checkKeyLengths(e *env) error {
+	long := strings.Repeat(e.key(), 8)[:idempotency.MaxKeyLength]
+	// Lengths go to scopes in blocks of 80, so that a bound of 100 keys per scope is
+	// not reached, and every truncation merges two keys of one block.
+	var ids [][2]string
+	scope := ""
+	for n := idempotency.MinKeyLength; n <= idempotency.MaxKeyLength; n++ {
+		if (n-idempotency.MinKeyLength)%80 == 0 {
+			scope = e.scope()
+		}
+		ids = append(ids, [2]string{scope, long[:n]})
+	}
+	// Two keys of the greatest length that differ in their last byte.
+	ids = append(ids, [2]string{scope, long[:idempotency.MaxKeyLength-1] + "-"})
+	return e.distinct("keys of every length, each a prefix of the next", ids)
+}
+
+// checkKeyCase: keys that differ only in case are different keys (a case-insensitive
+// collation or a lowercased key merges them); binding one leaves the others pending.
+func checkKeyCase(e *env) error {
+	base := "conformance-Key-" + e.key()[:20]
+	keys := []string{base, strings.ToLower(base), strings.ToUpper(base)}
+	ids := make([][2]string, len(keys))
+	for i, k := range keys {
+		ids[i] = [2]string{"", k}
+	}
+	toks, err := e.claimsDistinct("keys that differ only in case", ids)
+	if err != nil {
+		return err
+	}
+	if err := e.bind("", keys[0], toks[0], boundA); err != nil {
+		return err
+	}
+	err = e.ix.Bind(e.ctx, "", keys[1], toks[0], boundB)
+	if err := wantErr(fmt.Sprintf("Bind(%s) with the token of key %q", where("", keys[1]), keys[0]), err, idempotency.ErrNotOwner); err != nil {
+		return err
+	}
+	for i := 1; i < len(keys); i++ {
+		if _, err := e.wantHeld("", keys[i], distinctMsg(i), pending); err != nil {
+			return fmt.Errorf("after a key that differs from it only in case was bound: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkMessageIDIdentity: message ids are compared whole and byte for byte: a retry
+// with the same long message id is the same message and gets it back exactly, while
+// ids that differ only in their last byte, in case or in a trailing space are other
+// messages.
+func checkMessageIDIdentity(e *env) error {
+	for _, n := range []int{300, 1000, 4096} {
+		long := strings.Repeat("conformance-message-é-", n/20+1)[:n]
+		key := e.key()
+		if _, err := e.own("", key, long, longLease); err != nil {
+			return fmt.Errorf("a message id of %d bytes: %w", n, err)
+		}
+		if _, err := e.wantSame("", key, long, pending); err != nil {
+			return fmt.Errorf("a message id of %d bytes: %w", n, err)
+		}
+		for _, other := range []string{long[:n-1] + "x", long + " ", strings.ToUpper(long)} {
+			if err := e.wantOther("", key, other); err != nil {
+				return fmt.Errorf("a message id of %d bytes and another that differs from it slightly: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
+// identityScopes are scopes that differ only by case, a space, a separator or the
+// Unicode normalization of one letter.
+var identityScopes = []string{
+	"tenant", "Tenant", "TENANT", "tenant ", " tenant", "ten ant", "tenant\t",
+	"tenant/a", "tenant:a", "tenant_a", "tenant-a", "tenant.a", "tenanta", "tenant/A",
+	"caf\u00e9", "cafe\u0301",
+}
+
+// checkScopeIdentity: the same key in scopes that differ only by case, a space, a
+// separator or a Unicode normalization is that many claims.
+func checkScopeIdentity(e *env) error {
+	key := e.key()
+	ids := make([][2]string, len(identityScopes))
+	for i, s := range identityScopes {
+		ids[i] = [2]string{s, key}
+	}
+	return e.distinct("the same key in scopes that differ only by case, space, separator or normalization", ids)
+}
+
+// joinPairs returns pairs of (scope, key) that a careless join of scope and key (in
+// either order, with or without a separator, with or without special-casing the empty
+// scope) makes equal, all different.
+func joinPairs(k string) [][2]string {
+	seen := make(map[[2]string]bool)
+	var ids [][2]string
+	add := func(p ...[2]string) {
+		for _, id := range p {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, sep := range []string{":", "-", "_", ".", ""} {
+		add([2]string{"t", "k" + sep + k}, [2]string{"t" + sep + "k", k}) // scope + sep + key
+		add([2]string{"", "t" + sep + k}, [2]string{"t", k})              // the empty scope left out
+		add([2]string{"s" + sep + "t", k}, [2]string{"t", k + sep + "s"}) // key + sep + scope
+	}
+	return ids
+}
+
+// checkScopeKeyNoCollision: scopes and keys are kept apart, not joined into one
+// string: every pair of (scope, key) that a join with ':', '-', '_', '.' or nothing,
+// in either order, would make equal is two claims.
+func checkScopeKeyNoCollision(e *env) error {
+	return e.distinct("(scope, key) pairs that a join would make equal", joinPairs(e.key()))
+}
+
+// manyKeys is the number of keys checkManyKeys claims, spread over manyScopes scopes so
+// that a bound of 100 keys per scope is not reached.
+const (
+	manyKeys   = 1000
+	manyScopes = 20
+)
+
+// checkManyKeys: a thousand random keys over twenty scopes are a thousand claims. An
+// index that keys its storage by a short hash of the identity (a slot, a truncated
+// digest) without comparing the identity itself merges some of them.
+func checkManyKeys(e *env) error {
+	scopes := make([]string, manyScopes)
+	for i := range scopes {
+		scopes[i] = e.scope()
+	}
+	// Each scope's keys are claimed by a goroutine of their own, so that an index on a
+	// database is not slowed by the round trips; a merge shows whatever the order.
+	out, err := e.together(manyScopes, func(i int) (idempotency.Claim, error) {
+		ids := make([][2]string, manyKeys/manyScopes)
+		for j := range ids {
+			ids[j] = [2]string{scopes[i], e.key()}
+		}
+		_, err := e.claimsDistinctLookup(fmt.Sprintf("%d random keys in %d scopes", manyKeys, manyScopes), ids, false)
+		return idempotency.Claim{}, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, o := range out {
+		if o.err != nil {
+			return o.err
+		}
+	}
+	return nil
+}
+
+// distinct is claimsDistinct for checks that need no token.
+func (e *env) distinct(what string, ids [][2]string) error {
+	_, err := e.claimsDistinct(what, ids)
+	return err
+}
