@@ -45,3 +45,5 @@ func TestSQLiteStatementsPerKeyedSend(t *testing.T) {
 }
 
 func TestSQLiteReplicaUpdates(t *testing.T) { testReplicaUpdates(t, openSQLite) }
+
+func TestSQLiteKeyConformance(t *testing.T) { runKeyConformance(t, openSQLite) }
