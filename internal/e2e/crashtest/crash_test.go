@@ -16,7 +16,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/indexes"
-	"github.com/a2akit/idempotency/internal/wireclient"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 )
 
 // longVar selects the long form: IDEMPOTENCY_LONG=1.
@@ -77,7 +77,7 @@ func build(t *testing.T) string {
 		t.Fatalf("the go command is needed to build the crash server: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "crashserver")
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/a2akit/idempotency/internal/crashtest/crashserver")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/a2akit/idempotency/internal/e2e/crashtest/crashserver")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/a2akit/idempotency/internal/echoserver"
 	"github.com/a2akit/idempotency/internal/indexes"
-	"github.com/a2akit/idempotency/internal/loadtest"
-	"github.com/a2akit/idempotency/internal/wireclient"
+	"github.com/a2akit/idempotency/internal/e2e/loadtest"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/middleware"
 )
 

@@ -8,8 +8,8 @@
 // Start the example server with a short agent delay, then point a2aload at it:
 //
 //	go run ./examples/stdlib -addr 127.0.0.1:8080 -delay 10ms -store /tmp/keys.db
-//	go run ./cmd/a2aload -url http://127.0.0.1:8080 -clients 64 -requests 20000 -duration 1m
-//	go run ./cmd/a2aload -url http://127.0.0.1:8080 -burst   # SPEC §5: 100 keys × 64 identical sends
+//	go run ./internal/e2e/cmd/a2aload -url http://127.0.0.1:8080 -clients 64 -requests 20000 -duration 1m
+//	go run ./internal/e2e/cmd/a2aload -url http://127.0.0.1:8080 -burst   # SPEC §5: 100 keys × 64 identical sends
 //
 // The run counter is read from GET -vars (an expvar JSON object) under -runs-var, so
 // the server must have no other clients while a2aload runs. A client that drops a send
@@ -31,7 +31,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/loadtest"
+	"github.com/a2akit/idempotency/internal/e2e/loadtest"
 )
 
 func main() {

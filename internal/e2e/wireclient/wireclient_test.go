@@ -8,7 +8,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/wireclient"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 )
 

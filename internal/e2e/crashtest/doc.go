@@ -9,8 +9,8 @@
 // counted in the run log, and no key stays refused (409) past its lease: a 409 to a
 // send made after the lease of every claim the key may hold has ended fails the test.
 //
-//	go test ./internal/crashtest                      # short form: a few trials
-//	IDEMPOTENCY_LONG=1 go test -timeout 30m ./internal/crashtest   # long form: 200 trials a store
+//	go test ./internal/e2e/crashtest                      # short form: a few trials
+//	IDEMPOTENCY_LONG=1 go test -timeout 30m ./internal/e2e/crashtest   # long form: 200 trials a store
 //
 // PostgreSQL runs when IDEMPOTENCY_POSTGRES_DSN is set. SQLite needs cgo.
 package crashtest

@@ -13,8 +13,8 @@
 //
 // Run them with
 //
-//	go test ./internal/faulttest
-//	IDEMPOTENCY_LONG=1 go test ./internal/faulttest   # longer load and more cuts
+//	go test ./internal/e2e/faulttest
+//	IDEMPOTENCY_LONG=1 go test ./internal/e2e/faulttest   # longer load and more cuts
 //
 // PostgreSQL runs when IDEMPOTENCY_POSTGRES_DSN is set.
 package faulttest

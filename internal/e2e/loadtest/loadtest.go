@@ -1,6 +1,6 @@
 // Package loadtest drives an A2A server that runs the kit with many concurrent keyed
 // sends, and checks from the agent's own run counter that every key ran the agent at
-// most once. cmd/a2aload is its command line; the tests of this package run it
+// most once. internal/e2e/cmd/a2aload is its command line; the tests of this package run it
 // against an in-process a2a-go server.
 //
 // Run has two phases. The load phase sends Config.Requests keyed sends (or stops
@@ -47,7 +47,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/wireclient"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 )
 
 // Config configures Run. Zero fields take the defaults named in their comments.

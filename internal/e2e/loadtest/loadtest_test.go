@@ -10,7 +10,7 @@ import (
 
 	"github.com/a2akit/idempotency/internal/echoserver"
 	"github.com/a2akit/idempotency/internal/indexes"
-	"github.com/a2akit/idempotency/internal/loadtest"
+	"github.com/a2akit/idempotency/internal/e2e/loadtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 

@@ -1,8 +1,8 @@
 // Command benchratio prints the ratios that package benchmark's BenchmarkSends
 // reports, against the numbers of SPEC §5, as a Markdown table.
 //
-//	go test -run='^$' -bench=. -count=5 ./internal/benchmark | tee bench.txt
-//	go run ./internal/benchmark/benchratio bench.txt
+//	go test -run='^$' -bench=. -count=5 ./internal/e2e/benchmark | tee bench.txt
+//	go run ./internal/e2e/benchmark/benchratio bench.txt
 //
 // It reads benchmark output (files, or standard input when none are named), takes
 // every sample of each sub-benchmark's kit/bare or replay/first metric, and prints

@@ -32,6 +32,6 @@
 // IDEMPOTENCY_POSTGRES_DSN is set (on a table of a unique name, dropped afterwards).
 // The ratio table against SPEC §5 is printed by
 //
-//	go test -run='^$' -bench=. -benchtime=1s -count=5 ./internal/benchmark | tee bench.txt
-//	go run ./internal/benchmark/benchratio bench.txt
+//	go test -run='^$' -bench=. -benchtime=1s -count=5 ./internal/e2e/benchmark | tee bench.txt
+//	go run ./internal/e2e/benchmark/benchratio bench.txt
 package benchmark
