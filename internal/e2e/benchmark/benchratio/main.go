@@ -110,7 +110,7 @@ func main() {
 		os.Exit(2)
 	}
 	missed := false
-	fmt.Println("| benchmark | ratio | median | range | n | SPEC §5 | verdict |")
+	fmt.Println("| benchmark | ratio | median | range | n | goal | verdict |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, name := range order {
 		s := all[name]
