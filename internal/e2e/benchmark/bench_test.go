@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/echoserver"
 	"github.com/a2akit/idempotency/internal/indexes"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 )
 
 // BenchmarkSends measures sends to a bare a2a-go echo server and to the same server

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/indexes"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/indexes"
 )
 
 // longVar selects the long form: IDEMPOTENCY_LONG=1.

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/indexes"
 	"github.com/a2akit/idempotency/internal/e2e/loadtest"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/indexes"
 	"github.com/a2akit/idempotency/middleware"
 )
 

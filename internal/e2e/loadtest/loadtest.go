@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/echoserver"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/echoserver"
 )
 
 // Config configures Run. Zero fields take the defaults named in their comments.
