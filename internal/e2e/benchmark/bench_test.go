@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // BenchmarkSends measures sends to a bare a2a-go echo server and to the same server
@@ -89,38 +88,38 @@ type shape struct {
 // benchUnkeyed compares unkeyed sends through the middleware with unkeyed sends to the
 // bare server.
 func benchUnkeyed(b *testing.B, sh shape) {
-	bare := start(b, sh, echoserver.Config{})
-	kit := start(b, sh, echoserver.Config{Index: indexes.ForTest(b, "mem", 0)})
+	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
+	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: testkit.ForTest(b, "mem", 0)})
 	measure(b, sh.conc, kit.unkeyed("k"), bare.unkeyed("b"), "kit/bare", throughputRatio)
 }
 
 // benchFirst compares keyed first sends through the middleware with unkeyed sends to
 // the bare server.
 func benchFirst(b *testing.B, sh shape, index string) {
-	ix := indexes.ForTest(b, index, 4*sh.conc)
-	bare := start(b, sh, echoserver.Config{})
-	kit := start(b, sh, echoserver.Config{Index: ix})
-	measure(b, sh.conc, kit.first(indexes.RandomName("first-")), bare.unkeyed("b"), "kit/bare", throughputRatio)
+	ix := testkit.ForTest(b, index, 4*sh.conc)
+	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
+	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix})
+	measure(b, sh.conc, kit.first(testkit.RandomName("first-")), bare.unkeyed("b"), "kit/bare", throughputRatio)
 }
 
 // benchFirstSameBody compares keyed first sends through the middleware with the same
 // keyed sends to the bare server, which runs them as ordinary messages: the kit's own
 // cost, without a2a-go's cost of carrying the key's metadata in the task's history.
 func benchFirstSameBody(b *testing.B, sh shape, index string) {
-	ix := indexes.ForTest(b, index, 4*sh.conc)
-	bare := start(b, sh, echoserver.Config{})
-	kit := start(b, sh, echoserver.Config{Index: ix})
-	measure(b, sh.conc, kit.first(indexes.RandomName("first-")), bare.first(indexes.RandomName("bare-")), "kit/bare", throughputRatio)
+	ix := testkit.ForTest(b, index, 4*sh.conc)
+	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
+	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix})
+	measure(b, sh.conc, kit.first(testkit.RandomName("first-")), bare.first(testkit.RandomName("bare-")), "kit/bare", throughputRatio)
 }
 
 // benchReplay compares retries of completed keyed sends with keyed first sends, on
 // one server behind the kit.
 func benchReplay(b *testing.B, sh shape, index string, taskReader bool) {
-	ix := indexes.ForTest(b, index, 4*sh.conc)
-	kit := start(b, sh, echoserver.Config{Index: ix, TaskReader: taskReader})
+	ix := testkit.ForTest(b, index, 4*sh.conc)
+	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix, TaskReader: taskReader})
 	// The keys to replay, sent once and completed before the clock starts.
 	const keys = 256
-	prefix := indexes.RandomName("replay-")
+	prefix := testkit.RandomName("replay-")
 	first := kit.first(prefix)
 	for i := range keys {
 		if err := first(i); err != nil {
@@ -128,20 +127,20 @@ func benchReplay(b *testing.B, sh shape, index string, taskReader bool) {
 		}
 	}
 	replay := func(i int) error { return first(i % keys) }
-	measure(b, sh.conc, replay, kit.first(indexes.RandomName("first-")), "replay/first", latencyRatio)
+	measure(b, sh.conc, replay, kit.first(testkit.RandomName("first-")), "replay/first", latencyRatio)
 }
 
 // target is a running server and a client of it.
 type target struct {
 	sh  shape
-	srv *echoserver.Running
+	srv *testkit.Running
 	c   *wireclient.Client
 }
 
 // start starts a server configured by cfg, closed when b ends.
-func start(b *testing.B, sh shape, cfg echoserver.Config) *target {
+func start(b *testing.B, sh shape, cfg testkit.Config) *target {
 	b.Helper()
-	srv, err := echoserver.Start(cfg)
+	srv, err := testkit.Start(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // longVar selects the long form: IDEMPOTENCY_LONG=1.
@@ -40,15 +40,15 @@ func TestCrash(t *testing.T) {
 			var store, table string
 			switch kind {
 			case "sqlite":
-				if !indexes.SQLiteAvailable() {
+				if !testkit.SQLiteAvailable() {
 					t.Skip("SQLite needs cgo (CGO_ENABLED=1)")
 				}
 				store = filepath.Join(t.TempDir(), "keys.db")
 			case "postgres":
-				store = indexes.PostgresDSN(t)
-				table = indexes.RandomName("kit_crash_")
+				store = testkit.PostgresDSN(t)
+				table = testkit.RandomName("kit_crash_")
 				t.Cleanup(func() {
-					ix, err := indexes.Open(context.Background(), store, table, 1)
+					ix, err := testkit.Open(context.Background(), store, table, 1)
 					if err != nil {
 						t.Errorf("drop %s: %v", table, err)
 						return

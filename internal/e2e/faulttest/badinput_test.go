@@ -12,7 +12,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -56,7 +56,7 @@ func TestBadInput(t *testing.T) {
 	// slog.Default; its handler through a2asrv.WithLogger (Config.Logger).
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&a2aLogs, debug)))
-	srv, err := echoserver.Start(echoserver.Config{
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0),
 		Index:      memstore.New(memstore.Options{}),
 		Middleware: middleware.Options{MaxBodyBytes: maxBody, Logger: slog.New(slog.NewTextHandler(&kitLogs, debug))},
 		Logger:     slog.New(slog.NewTextHandler(&a2aLogs, debug)),

@@ -3,7 +3,6 @@ package faulttest_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,84 +13,10 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
-
-// faultyIndex is a memstore index whose operations can be made to fail, or to hang
-// until their context ends, one kind of operation at a time.
-type faultyIndex struct {
-	idempotency.KeyIndex
-	fail [4]atomic.Bool // by op
-	hang [4]atomic.Bool
-	// bindDelay delays every Bind, to widen the window in which a claim is pending.
-	bindDelay atomic.Int64
-}
-
-type op int
-
-const (
-	opClaim op = iota
-	opBind
-	opRelease
-	opLookup
-)
-
-var errInjected = errors.New("injected index failure")
-
-func newFaultyIndex() *faultyIndex {
-	return &faultyIndex{KeyIndex: memstore.New(memstore.Options{})}
-}
-
-// fault fails or hangs op as configured. A hang ends with the context, or after 10s.
-func (f *faultyIndex) fault(ctx context.Context, o op) error {
-	if f.hang[o].Load() {
-		t := time.NewTimer(10 * time.Second)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return errors.New("injected hang ended")
-		}
-	}
-	if f.fail[o].Load() {
-		return errInjected
-	}
-	return nil
-}
-
-func (f *faultyIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if err := f.fault(ctx, opClaim); err != nil {
-		return idempotency.Claim{}, err
-	}
-	return f.KeyIndex.Claim(ctx, scope, key, messageID, lease)
-}
-
-func (f *faultyIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if d := time.Duration(f.bindDelay.Load()); d > 0 {
-		time.Sleep(d)
-	}
-	if err := f.fault(ctx, opBind); err != nil {
-		return err
-	}
-	return f.KeyIndex.Bind(ctx, scope, key, token, b)
-}
-
-func (f *faultyIndex) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	if err := f.fault(ctx, opRelease); err != nil {
-		return err
-	}
-	return f.KeyIndex.Release(ctx, scope, key, token)
-}
-
-func (f *faultyIndex) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	if err := f.fault(ctx, opLookup); err != nil {
-		return idempotency.Record{}, false, err
-	}
-	return f.KeyIndex.Lookup(ctx, scope, key)
-}
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use, for captured logs.
 type lockedBuffer struct {
@@ -121,9 +46,9 @@ var modes = []mode{{wireclient.JSONRPC, false}, {wireclient.JSONRPC, true}, {wir
 func (m mode) String() string { return fmt.Sprintf("%s/streaming=%t", m.binding, m.streaming) }
 
 // startKit starts an echo server behind the kit over ix, closed when t ends.
-func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *echoserver.Running {
+func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
 	t.Helper()
-	srv, err := echoserver.Start(echoserver.Config{Index: ix, Middleware: opts})
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,11 +87,11 @@ func do(t *testing.T, c *wireclient.Client, s wireclient.Send) wireclient.Answer
 func TestIndexUnavailable(t *testing.T) {
 	for _, fault := range []string{"fail", "hang"} {
 		t.Run(fault, func(t *testing.T) {
-			ix := newFaultyIndex()
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
 			if fault == "fail" {
-				ix.fail[opClaim].Store(true)
+				ix.SetFail(testkit.OpClaim, true)
 			} else {
-				ix.hang[opClaim].Store(true)
+				ix.SetHang(testkit.OpClaim, true)
 			}
 			srv := startKit(t, ix, middleware.Options{IndexTimeout: 100 * time.Millisecond})
 			c := &wireclient.Client{BaseURL: srv.URL}
@@ -200,11 +125,11 @@ func TestIndexUnavailable(t *testing.T) {
 func TestBindFails(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			ix := newFaultyIndex()
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
 			srv := startKit(t, ix, middleware.Options{})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			ix.fail[opBind].Store(true)
+			ix.SetFail(testkit.OpBind, true)
 			a := do(t, c, s)
 			if a.Kind == wireclient.Task || a.Kind == wireclient.Message {
 				t.Fatalf("got %v although the key could not be bound", a)
@@ -213,7 +138,7 @@ func TestBindFails(t *testing.T) {
 				t.Fatalf("the agent ran %d times although the key could not be bound", n)
 			}
 			t.Logf("answer to the send whose bind failed: %v", a)
-			ix.fail[opBind].Store(false)
+			ix.SetFail(testkit.OpBind, false)
 			first := do(t, c, s)
 			again := do(t, c, s)
 			if first.Kind != wireclient.Task || again.Kind != wireclient.Task || first.TaskID != again.TaskID {
@@ -232,9 +157,9 @@ func TestBindFails(t *testing.T) {
 func TestLookupFailsWhileRetryWaits(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			ix := newFaultyIndex()
-			ix.bindDelay.Store(int64(500 * time.Millisecond))
-			ix.fail[opLookup].Store(true)
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			ix.SetDelay(testkit.OpBind, 500*time.Millisecond)
+			ix.SetFail(testkit.OpLookup, true)
 			srv := startKit(t, ix, middleware.Options{})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
@@ -267,10 +192,10 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			srv, err := echoserver.Start(echoserver.Config{
-				Index: memstore.New(memstore.Options{}),
+			srv, err := testkit.Start(testkit.Config{
 				// The agent works 300ms before it answers.
-				OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) },
+				Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) }},
+				Index: memstore.New(memstore.Options{}),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -305,11 +230,11 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 func TestRetryBeforeSlowFirstEvent(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			srv, err := echoserver.Start(echoserver.Config{
+			srv, err := testkit.Start(testkit.Config{
+				// The agent works 900ms before its first event.
+				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) }},
 				Index:      memstore.New(memstore.Options{}),
 				Middleware: middleware.Options{Lease: 500 * time.Millisecond},
-				// The agent works 900ms before its first event.
-				OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) },
 			})
 			if err != nil {
 				t.Fatal(err)

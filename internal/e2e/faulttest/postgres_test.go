@@ -13,8 +13,7 @@ import (
 
 	"github.com/a2akit/idempotency/internal/e2e/loadtest"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -112,10 +111,10 @@ func (p *proxy) close() {
 // during the cut are refused (503), no key runs the agent twice, every answer for a
 // key names one task, and after the cut the service answers every key.
 func TestPostgresCutMidLoad(t *testing.T) {
-	dsn := indexes.PostgresDSN(t)
+	dsn := testkit.PostgresDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatalf("%s: %v", indexes.PostgresDSNVar, err)
+		t.Fatalf("%s: %v", testkit.PostgresDSNVar, err)
 	}
 	target := u.Host
 	if _, _, err := net.SplitHostPort(target); err != nil {
@@ -124,10 +123,10 @@ func TestPostgresCutMidLoad(t *testing.T) {
 	p := newProxy(t, target)
 	u.Host = p.addr()
 
-	table := indexes.RandomName("kit_cut_")
-	ix, err := indexes.Open(context.Background(), u.String(), table, 16)
+	table := testkit.RandomName("kit_cut_")
+	ix, err := testkit.Open(context.Background(), u.String(), table, 16)
 	if err != nil {
-		t.Fatalf("%s is set but the database is unreachable through the proxy: %v", indexes.PostgresDSNVar, err)
+		t.Fatalf("%s is set but the database is unreachable through the proxy: %v", testkit.PostgresDSNVar, err)
 	}
 	t.Cleanup(func() {
 		defer ix.Close()
@@ -137,7 +136,7 @@ func TestPostgresCutMidLoad(t *testing.T) {
 	})
 	// A short lease: a claim whose statement committed while its answer was cut off is
 	// taken over by a retry after it.
-	srv, err := echoserver.Start(echoserver.Config{Index: ix, Delay: 5 * time.Millisecond,
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(5 * time.Millisecond), Index: ix,
 		Middleware: middleware.Options{Lease: time.Second, IndexTimeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // Config configures Run. Zero fields take the defaults named in their comments.
@@ -118,16 +118,16 @@ func (c *Config) defaults() {
 	def(&c.JSONRPC, 0.5)
 	c.Replies = max(c.Replies, 0)
 	if c.JSONRPCPath == "" {
-		c.JSONRPCPath = echoserver.JSONRPCPath
+		c.JSONRPCPath = testkit.JSONRPCPath
 	}
 	if c.RESTPath == "" {
-		c.RESTPath = echoserver.RESTPath
+		c.RESTPath = testkit.RESTPath
 	}
 	if c.VarsPath == "" {
-		c.VarsPath = echoserver.VarsPath
+		c.VarsPath = testkit.VarsPath
 	}
 	if c.RunsVar == "" {
-		c.RunsVar = echoserver.RunsVar
+		c.RunsVar = testkit.RunsVar
 	}
 	if c.Clients <= 0 {
 		c.Clients = 32
@@ -521,7 +521,7 @@ func (r *run) settleKey(ctx context.Context, k *keyState) {
 func (r *run) readRuns(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return echoserver.ReadRuns(ctx, r.cfg.HTTPClient, r.cfg.BaseURL+r.cfg.VarsPath, r.cfg.RunsVar)
+	return testkit.ReadRuns(ctx, r.cfg.HTTPClient, r.cfg.BaseURL+r.cfg.VarsPath, r.cfg.RunsVar)
 }
 
 // stableRuns reads the run counter until two readings 100ms apart agree (runs of

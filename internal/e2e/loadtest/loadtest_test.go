@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency/internal/e2e/loadtest"
-	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -26,13 +25,12 @@ func long() bool { return os.Getenv(longVar) != "" }
 // TaskNotFound, instead of waiting, once the key's claim is older than the lease, and
 // under the long form's load on PostgreSQL a task's first save came more than a second
 // after its claim (the check that no key is also answered TaskNotFound caught it).
-func serve(t *testing.T, kind string, delay time.Duration) *echoserver.Running {
+func serve(t *testing.T, kind string, delay time.Duration) *testkit.Running {
 	t.Helper()
-	ix := indexes.ForTest(t, kind, 32)
-	srv, err := echoserver.Start(echoserver.Config{
+	ix := testkit.ForTest(t, kind, 32)
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(delay),
 		Index:      ix,
 		Middleware: middleware.Options{Lease: 5 * time.Second},
-		Delay:      delay,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +52,7 @@ func report(t *testing.T, rep *loadtest.Report) {
 // Many clients, duplicates racing their first send, conflicts and dropped sends on
 // both bindings, unary and streaming: every key runs the agent exactly once.
 func TestLoad(t *testing.T) {
-	for _, kind := range indexes.Kinds {
+	for _, kind := range testkit.Kinds {
 		t.Run("index="+kind, func(t *testing.T) {
 			srv := serve(t, kind, 2*time.Millisecond)
 			cfg := loadtest.Config{BaseURL: srv.URL, Clients: 16, Requests: 600, Duration: 5 * time.Second,
@@ -98,7 +96,7 @@ func TestBurst(t *testing.T) {
 // The checks catch a server that does not deduplicate: the bare server runs every
 // duplicate.
 func TestLoadCatchesDoubleRuns(t *testing.T) {
-	srv, err := echoserver.Start(echoserver.Config{})
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/conformance"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -30,7 +30,7 @@ func open(t testing.TB, dsn string) *sqlx.DB {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
-		t.Fatalf("%s is set but the database is unreachable: %v", indexes.PostgresDSNVar, err)
+		t.Fatalf("%s is set but the database is unreachable: %v", testkit.PostgresDSNVar, err)
 	}
 	return db
 }
@@ -39,9 +39,9 @@ func open(t testing.TB, dsn string) *sqlx.DB {
 // dropped when the test ends, with a controllable clock and a second pool.
 func TestConformance(t *testing.T) {
 	conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
-		dsn := indexes.PostgresDSN(t)
+		dsn := testkit.PostgresDSN(t)
 		a, b := open(t, dsn), open(t, dsn)
-		schema := indexes.RandomName("pgx_test_")
+		schema := testkit.RandomName("pgx_test_")
 		if _, err := a.Exec(`CREATE SCHEMA ` + schema); err != nil {
 			t.Fatalf("create schema: %v", err)
 		}
@@ -69,7 +69,7 @@ func TestConformance(t *testing.T) {
 			TTL:        ttl,
 			OpenHandle: func() (idempotency.KeyIndex, error) { return sqlstore.New(b, opts) },
 			CreateTask: func(ctx context.Context) (string, error) {
-				id := indexes.RandomName("task-")
+				id := testkit.RandomName("task-")
 				_, err := b.ExecContext(ctx, `INSERT INTO `+tasks+` (id, state) VALUES ($1, 'TASK_STATE_COMPLETED')`, id)
 				return id, err
 			},

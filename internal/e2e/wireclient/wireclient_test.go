@@ -8,14 +8,14 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/e2e/wireclient"
-	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 )
 
 // The client reads tasks, Messages, replays and refusals on both bindings, unary
 // and streamed, from a real a2a-go server behind the middleware.
 func TestAnswers(t *testing.T) {
-	srv, err := echoserver.Start(echoserver.Config{Index: memstore.New(memstore.Options{})})
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0), Index: memstore.New(memstore.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,8 @@ func TestAnswers(t *testing.T) {
 	if got, want := srv.Runs(), int64(4*3); got != want {
 		t.Errorf("agent ran %d times, want %d", got, want)
 	}
-	hc := srv.URL + echoserver.VarsPath
-	if runs, err := echoserver.ReadRuns(ctx, nilClient(), hc, ""); err != nil || runs != srv.Runs() {
+	hc := srv.URL + testkit.VarsPath
+	if runs, err := testkit.ReadRuns(ctx, nilClient(), hc, ""); err != nil || runs != srv.Runs() {
 		t.Errorf("ReadRuns = %d, %v; want %d", runs, err, srv.Runs())
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/echoserver"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
-func start(t *testing.T, cfg echoserver.Config) string {
+func start(t *testing.T, cfg testkit.Config) string {
 	t.Helper()
-	srv, err := echoserver.Start(cfg)
+	srv, err := testkit.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +25,8 @@ func start(t *testing.T, cfg echoserver.Config) string {
 // The short form, in-process: a load against a server behind the kit passes, the
 // same load against the bare server fails, and bad flags are refused.
 func TestRun(t *testing.T) {
-	kit := start(t, echoserver.Config{Index: memstore.New(memstore.Options{}), Middleware: middleware.Options{Lease: time.Second}})
-	bare := start(t, echoserver.Config{})
+	kit := start(t, testkit.Config{Agent: testkit.Echo(0), Index: memstore.New(memstore.Options{}), Middleware: middleware.Options{Lease: time.Second}})
+	bare := start(t, testkit.Config{Agent: testkit.Echo(0)})
 	for _, tc := range []struct {
 		name string
 		args []string

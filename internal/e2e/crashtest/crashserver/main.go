@@ -21,8 +21,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/a2akit/idempotency/internal/echoserver"
-	"github.com/a2akit/idempotency/internal/indexes"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -51,7 +50,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	ix, err := indexes.Open(ctx, *store, *table, 16)
+	ix, err := testkit.Open(ctx, *store, *table, 16)
 	if err != nil {
 		return err
 	}
@@ -60,20 +59,20 @@ func run() error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	srv, err := echoserver.New(echoserver.Config{
+	agent := testkit.Echo(*delay)
+	agent.OnRun = func(_ context.Context, ec *a2asrv.ExecutorContext) {
+		// One write(2) of a short line on an O_APPEND file: whole, and in the page
+		// cache (which outlives the process) before the agent goes on.
+		if _, err := runs.Write([]byte(ec.Message.ID + "\n")); err != nil {
+			logger.Error("recording a run", "error", err)
+			os.Exit(3)
+		}
+	}
+	srv, err := testkit.New(testkit.Config{Agent: agent,
 		Index:      ix,
 		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, Logger: logger},
-		Delay:      *delay,
 		BaseURL:    base,
 		Logger:     logger,
-		OnRun: func(_ context.Context, ec *a2asrv.ExecutorContext) {
-			// One write(2) of a short line on an O_APPEND file: whole, and in the page
-			// cache (which outlives the process) before the agent goes on.
-			if _, err := runs.Write([]byte(ec.Message.ID + "\n")); err != nil {
-				logger.Error("recording a run", "error", err)
-				os.Exit(3)
-			}
-		},
 	})
 	if err != nil {
 		return err

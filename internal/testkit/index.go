@@ -1,11 +1,11 @@
-// Package indexes opens the kit's bundled indexes (memstore, and sqlstore on SQLite or
+package testkit
+
+// The index openers: the kit's bundled indexes (memstore, and sqlstore on SQLite or
 // PostgreSQL) from a short spec, for the benchmarks, the load harness, the crash
-// test's server and the fault tests.
-//
-// A spec is "mem", a postgres:// (or postgresql://) DSN, or a SQLite file path,
-// optionally prefixed with "sqlite:". SQLite needs cgo (the mattn/go-sqlite3
-// driver); PostgreSQL is reached through lib/pq.
-package indexes
+// test's server and the fault tests. A spec is "mem", a postgres:// (or
+// postgresql://) DSN, or a SQLite file path, optionally prefixed with "sqlite:".
+// SQLite needs cgo (the mattn/go-sqlite3 driver); PostgreSQL is reached through
+// lib/pq.
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func Open(ctx context.Context, spec, table string, maxConns int) (*Index, error)
 	default:
 		path := strings.TrimPrefix(spec, "sqlite:")
 		if openSQLite == nil {
-			return nil, errors.New("indexes: SQLite needs a build with cgo (CGO_ENABLED=1)")
+			return nil, errors.New("testkit: SQLite needs a build with cgo (CGO_ENABLED=1)")
 		}
 		db, err := openSQLite(path)
 		if err != nil {
@@ -100,7 +100,7 @@ func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) 
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("indexes: %s unreachable: %w", kind, err)
+		return nil, fmt.Errorf("testkit: %s unreachable: %w", kind, err)
 	}
 	st, err := sqlstore.New(db, sqlstore.Options{Table: table})
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package indexes
+package testkit
 
 import (
 	"strings"
