@@ -51,7 +51,7 @@ func client(t *testing.T, card *a2a.AgentCard, binding a2a.TransportProtocol) *a
 func keyedMessage(t *testing.T, text string) (*a2a.Message, string) {
 	t.Helper()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func newTaskAwaitingInput(t *testing.T, c *a2aclient.Client) *a2a.Task {
 func followUp(t *testing.T, task *a2a.Task, text string) (*a2a.Message, string) {
 	t.Helper()
 	msg := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.NewTextPart(text))
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)
 	}

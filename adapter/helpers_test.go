@@ -24,7 +24,7 @@ func TestSetMessageKeyKeepsOtherMetadata(t *testing.T) {
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
 	msg.Metadata = map[string]any{other: map[string]any{"lat": 1.5}}
 	msg.Extensions = []string{other}
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
-	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := send(c, msg); err == nil {
@@ -186,7 +186,7 @@ func TestRefusalNotRetried(t *testing.T) {
 			proxy := testkit.NewProxy(t, srv.URL, func(int) bool { return false })
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
-			key := adapter.NewKey()
+			key := idempotency.NewKey()
 			first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first"))
 			second := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("second"))
 			for _, m := range []*a2a.Message{first, second} {
@@ -248,7 +248,7 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("slow"))
-	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 		t.Fatal(err)
 	}
 	first := make(chan error, 1)
