@@ -11,8 +11,8 @@ import (
 	"github.com/a2akit/idempotency/memstore"
 )
 
-// testMemstore is a store's whole conformance test (its TestConformance) on the real clock:
-// Run, with a function that opens a fresh index for each check.
+// testMemstore is a store's whole conformance test (its TestConformance) on the
+// real clock: Run, with a function that opens a fresh index for each check.
 func testMemstore(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) idempotency.KeyIndex {
 		return memstore.New(memstore.Options{})
