@@ -69,7 +69,7 @@ func FuzzValidateKey(f *testing.F) {
 		if k, ok, err := idempotency.KeyOf(msg.Metadata); k != key || !ok || err != nil {
 			t.Fatalf("KeyOf after SetKey and a JSON round trip = %q, %t, %v; want %q", k, ok, err, key)
 		}
-		if !idempotency.DeclaresExtension(msg.Extensions) {
+		if !idempotency.ListsExtension(msg.Extensions) {
 			t.Fatalf("extensions after SetKey = %q; want the URI", msg.Extensions)
 		}
 	})

@@ -122,15 +122,17 @@ func SetKey(metadata any, extensions []string, key string) (map[string]any, []st
 		m = make(map[string]any, 1)
 	}
 	m[MetadataKey] = key
-	if !DeclaresExtension(extensions) {
+	if !ListsExtension(extensions) {
 		extensions = append(extensions, ExtensionURI)
 	}
 	return m, extensions, nil
 }
 
-// DeclaresExtension reports whether extensions lists [ExtensionURI]. The server never
-// requires the declaration; clients use it to tell a peer that the key is meant.
-func DeclaresExtension(extensions []string) bool {
+// ListsExtension reports whether extensions (a message's extensions, or the values
+// of an A2A-Extensions header) lists [ExtensionURI]. The server never requires the
+// declaration; clients use it to tell a peer that the key is meant. Whether an agent
+// card declares the extension is adapter.DeclaresExtension.
+func ListsExtension(extensions []string) bool {
 	return slices.Contains(extensions, ExtensionURI)
 }
 

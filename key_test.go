@@ -166,7 +166,7 @@ func TestKeyOfWithoutExtensionURI(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &msg); err != nil {
 		t.Fatal(err)
 	}
-	if idempotency.DeclaresExtension(msg.Extensions) {
+	if idempotency.ListsExtension(msg.Extensions) {
 		t.Fatal("the message declares the extension; the test needs one that does not")
 	}
 	key, ok, err := idempotency.KeyOf(msg.Metadata)
@@ -315,7 +315,7 @@ func TestSetKeyJSONRoundTrip(t *testing.T) {
 		if k, ok, err := idempotency.KeyOf(got.Metadata); k != key || !ok || err != nil {
 			t.Errorf("KeyOf after a JSON round trip of %s = %q, %t, %v; want the key", body, k, ok, err)
 		}
-		if !idempotency.DeclaresExtension(got.Extensions) || !slices.Contains(got.Extensions, "urn:x") {
+		if !idempotency.ListsExtension(got.Extensions) || !slices.Contains(got.Extensions, "urn:x") {
 			t.Errorf("extensions after a JSON round trip of %s = %q; want urn:x and the URI", body, got.Extensions)
 		}
 	}
@@ -335,8 +335,8 @@ func TestDeclaresExtension(t *testing.T) {
 		{[]string{idempotency.ExtensionURI + "/"}, false},
 	}
 	for _, tt := range tests {
-		if got := idempotency.DeclaresExtension(tt.exts); got != tt.want {
-			t.Errorf("DeclaresExtension(%q) = %t; want %t", tt.exts, got, tt.want)
+		if got := idempotency.ListsExtension(tt.exts); got != tt.want {
+			t.Errorf("ListsExtension(%q) = %t; want %t", tt.exts, got, tt.want)
 		}
 	}
 }

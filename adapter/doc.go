@@ -19,9 +19,10 @@
 //   - [TaskReader] reads tasks from an a2a-go taskstore.Store for the middleware's
 //     replays ([middleware.Options.Tasks]), instead of a GetTask round trip through
 //     the HTTP handler.
-//   - [SetMessageKey], [MessageKey] and [NewKey] put keys on and read them from
-//     *a2a.Message, and [DeclareExtension] declares the extension on an agent card
-//     before it is signed.
+//   - [SetMessageKey] and [MessageKey] put keys (fresh ones from
+//     [idempotency.NewKey]) on and read them from *a2a.Message; [DeclareExtension]
+//     declares the extension on an agent card before it is signed, and
+//     [DeclaresExtension] reports whether a card declares it.
 //
 // Wiring, with the middleware in front of the a2a-go transports:
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
@@ -67,7 +68,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
-	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 		log.Fatal(err)
 	}
 
@@ -127,4 +128,29 @@ func ExampleDeclareExtension() {
 	// Output:
 	// https://a2a-rust.com/extensions/idempotency/v1 false
 	// adapter: agent card is already signed; declare the idempotency extension before signing it
+}
+
+// A TaskReader answers retries from the task store the a2a-go handler writes to,
+// instead of a GetTask round trip through the handler: set it as
+// middleware.Options.Tasks. Here it reads a task straight from an in-memory store.
+func ExampleNewTaskReader() {
+	store := taskstore.NewInMemory(nil)
+	task := &a2a.Task{ID: "task-1", ContextID: "ctx-1", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
+	if _, err := store.Create(context.Background(), task); err != nil {
+		fmt.Println(err)
+		return
+	}
+	tasks := adapter.NewTaskReader(store, adapter.TaskReaderOptions{})
+
+	retry := httptest.NewRequest(http.MethodPost, "/jsonrpc", nil)
+	body, err := tasks.ReadTask(context.Background(), retry, "", "task-1")
+	fmt.Println(string(body), err)
+	_, err = tasks.ReadTask(context.Background(), retry, "", "task-2")
+	fmt.Println(errors.Is(err, middleware.ErrTaskNotFound))
+
+	// The middleware answers retries of a bound key from it:
+	_ = middleware.Options{Tasks: tasks}
+	// Output:
+	// {"id":"task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_COMPLETED"}} <nil>
+	// true
 }

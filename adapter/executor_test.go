@@ -16,21 +16,21 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/adapter/internal/a2atest"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
 // keyedServer is an a2a-go server for agent, with the adapter's hooks installed and
 // the kit's middleware in front of it, claiming keys in index.
-func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options, handlerOpts ...a2asrv.RequestHandlerOption) *a2atest.Server {
+func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options, handlerOpts ...a2asrv.RequestHandlerOption) *testkit.Running {
 	t.Helper()
 	mw, err := middleware.New(index, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
-	return a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{
+	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
 		HandlerOptions: handlerOpts,
 	})
@@ -51,7 +51,7 @@ func client(t *testing.T, card *a2a.AgentCard, binding a2a.TransportProtocol) *a
 func keyedMessage(t *testing.T, text string) (*a2a.Message, string) {
 	t.Helper()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.Transpo
 func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
 			c := client(t, srv.Card, binding)
 			msg, _ := keyedMessage(t, "long job")
@@ -86,7 +86,7 @@ func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
 				first <- err
 			}()
 			taskID := <-agent.Started
-			a2atest.WaitFor(t, "the task to be working", func() bool {
+			testkit.WaitFor(t, "the task to be working", func() bool {
 				task := srv.Task(t, taskID)
 				return task != nil && task.Status.State == a2a.TaskStateWorking
 			})
@@ -108,7 +108,7 @@ func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
 			}
 
 			close(agent.Hold)
-			a2atest.WaitFor(t, "the task to complete", func() bool {
+			testkit.WaitFor(t, "the task to complete", func() bool {
 				return srv.Task(t, taskID).Status.State == a2a.TaskStateCompleted
 			})
 			res, err = c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
@@ -131,7 +131,7 @@ func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
 // request context, with the middleware's claim, reaches the executor.
 func TestKeyBoundBeforeAgentRuns(t *testing.T) {
 	index := memstore.New(memstore.Options{})
-	agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+	agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 	srv := keyedServer(t, agent, index, middleware.Options{})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
 	msg, key := keyedMessage(t, "bind first")
@@ -161,9 +161,9 @@ func TestMessageReplyLostIsReplayed(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
 			index := memstore.New(memstore.Options{})
-			agent := &a2atest.Agent{ReplyMessage: true}
+			agent := &testkit.Agent{ReplyMessage: true}
 			srv := keyedServer(t, agent, index, middleware.Options{})
-			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 			card := *srv.Card
 			card.SupportedInterfaces = []*a2a.AgentInterface{
 				a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC),
@@ -213,7 +213,7 @@ func TestRetryWhileMessageAgentThinksIsInFlight(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
 			index := memstore.New(memstore.Options{})
-			agent := &a2atest.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			agent := &testkit.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 			srv := keyedServer(t, agent, index, middleware.Options{ReplayWait: 100 * time.Millisecond})
 			c := client(t, srv.Card, binding)
 			msg, _ := keyedMessage(t, "think hard")
@@ -255,7 +255,7 @@ func TestMessageReplyAfterClientLeftIsReplayed(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
 			index := memstore.New(memstore.Options{})
-			agent := &a2atest.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			agent := &testkit.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 			srv := keyedServer(t, agent, index, middleware.Options{})
 			c := client(t, srv.Card, binding)
 			msg, key := keyedMessage(t, "think hard")
@@ -272,7 +272,7 @@ func TestMessageReplyAfterClientLeftIsReplayed(t *testing.T) {
 				t.Fatal("the cut send returned no error")
 			}
 			close(agent.Hold)
-			a2atest.WaitFor(t, "the reply to be recorded", func() bool {
+			testkit.WaitFor(t, "the reply to be recorded", func() bool {
 				rec, ok, err := index.Lookup(context.Background(), "", key)
 				return err == nil && ok && rec.Reply != nil
 			})
@@ -298,18 +298,18 @@ func TestMessageReplyAfterClientLeftIsReplayed(t *testing.T) {
 func TestBindFailureRefusesToRunAgent(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
-			agent := &a2atest.Agent{}
+			index := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			agent := &testkit.Agent{}
 			srv := keyedServer(t, agent, index, middleware.Options{})
 			c := client(t, srv.Card, binding)
 			msg, key := keyedMessage(t, "unlucky")
 
-			index.FailBinds.Store(true)
+			index.SetFail(testkit.OpBind, true)
 			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 			if err == nil {
 				t.Fatal("send with a failing bind returned no error")
 			}
-			if !failedClosed(err) || strings.Contains(err.Error(), a2atest.ErrInjected.Error()) {
+			if !failedClosed(err) || strings.Contains(err.Error(), testkit.ErrInjected.Error()) {
 				t.Errorf("client error %q: want the middleware's 503, without the index's failure", err)
 			}
 			if n := agent.Runs(); n != 0 {
@@ -319,7 +319,7 @@ func TestBindFailureRefusesToRunAgent(t *testing.T) {
 				t.Errorf("after a failed bind the key is held=%v (err %v), want released", held, err)
 			}
 
-			index.FailBinds.Store(false)
+			index.SetFail(testkit.OpBind, false)
 			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatalf("retry after the index recovered: %v", err)
@@ -385,7 +385,7 @@ func TestLostClaimRefusesToRunAgent(t *testing.T) {
 	const lease = time.Minute
 	clk := newClock()
 	index := memstore.New(memstore.Options{Now: clk.Now})
-	agent := &a2atest.Agent{}
+	agent := &testkit.Agent{}
 	srv := keyedServer(t, agent, index, middleware.Options{Lease: lease},
 		a2asrv.WithExecutorContextInterceptor(&takeOver{index: index, clock: clk, lease: lease}))
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
@@ -406,7 +406,7 @@ func TestLostClaimRefusesToRunAgent(t *testing.T) {
 // Unkeyed sends pass the hooks untouched and leave nothing in the index.
 func TestUnkeyedSendUntouched(t *testing.T) {
 	index := memstore.New(memstore.Options{})
-	agent := &a2atest.Agent{}
+	agent := &testkit.Agent{}
 	srv := keyedServer(t, agent, index, middleware.Options{})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
 
@@ -452,7 +452,7 @@ func newTaskAwaitingInput(t *testing.T, c *a2aclient.Client) *a2a.Task {
 func followUp(t *testing.T, task *a2a.Task, text string) (*a2a.Message, string) {
 	t.Helper()
 	msg := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.NewTextPart(text))
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func followUp(t *testing.T, task *a2a.Task, text string) (*a2a.Message, string) 
 func TestFollowUpBoundToExistingTask(t *testing.T) {
 	index := memstore.New(memstore.Options{})
 	// The first run takes the one release in Hold; the follow-up waits for the next.
-	agent := &a2atest.Agent{AskFirst: true, Started: make(chan a2a.TaskID, 2), Hold: make(chan struct{}, 1)}
+	agent := &testkit.Agent{AskFirst: true, Started: make(chan a2a.TaskID, 2), Hold: make(chan struct{}, 1)}
 	agent.Hold <- struct{}{}
 	srv := keyedServer(t, agent, index, middleware.Options{})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
@@ -506,13 +506,13 @@ func TestFollowUpBoundToExistingTask(t *testing.T) {
 func TestFollowUpBindFailureLeavesTaskAlone(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
-			agent := &a2atest.Agent{AskFirst: true}
+			index := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			agent := &testkit.Agent{AskFirst: true}
 			srv := keyedServer(t, agent, index, middleware.Options{})
 			c := client(t, srv.Card, binding)
 			task := newTaskAwaitingInput(t, c)
 
-			index.FailBinds.Store(true)
+			index.SetFail(testkit.OpBind, true)
 			msg, _ := followUp(t, task, "more")
 			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 			if !failedClosed(err) {
@@ -545,17 +545,17 @@ func TestFollowUpBindFailureLeavesTaskAlone(t *testing.T) {
 // existing task into a FAILED task. This pins the behaviour the documentation of
 // Executor and FollowUpBinder describes.
 func TestFollowUpBindFailureWithoutBinderFailsTask(t *testing.T) {
-	index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
-	agent := &a2atest.Agent{AskFirst: true}
+	index := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+	agent := &testkit.Agent{AskFirst: true}
 	mw, err := middleware.New(index, middleware.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{Wrap: mw})
+	srv := testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}), Wrap: mw})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
 	task := newTaskAwaitingInput(t, c)
 
-	index.FailBinds.Store(true)
+	index.SetFail(testkit.OpBind, true)
 	msg, _ := followUp(t, task, "more")
 	res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 	if err != nil {
@@ -575,7 +575,7 @@ func TestFollowUpBindFailureWithoutBinderFailsTask(t *testing.T) {
 func TestStreamingSendCutMidRunReattaches(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+			agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
 			c := client(t, srv.Card, binding)
 			msg, _ := keyedMessage(t, "stream me")
@@ -629,7 +629,7 @@ func TestStreamingSendCutMidRunReattaches(t *testing.T) {
 // TaskReader answers the middleware's replays from the task store, so a retry is
 // answered without a GetTask round trip, with the task the store holds.
 func TestTaskReaderServesReplays(t *testing.T) {
-	agent := &a2atest.Agent{}
+	agent := &testkit.Agent{}
 	index := memstore.New(memstore.Options{})
 	var tasks *adapter.TaskReader
 	var reads atomic.Int64
@@ -640,7 +640,7 @@ func TestTaskReaderServesReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{Wrap: mw})
+	srv := testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}), Wrap: mw})
 	tasks = adapter.NewTaskReader(srv.Store, adapter.TaskReaderOptions{})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
 	msg, _ := keyedMessage(t, "read me")

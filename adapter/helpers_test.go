@@ -15,7 +15,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/adapter/internal/a2atest"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -24,7 +24,7 @@ func TestSetMessageKeyKeepsOtherMetadata(t *testing.T) {
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
 	msg.Metadata = map[string]any{other: map[string]any{"lat": 1.5}}
 	msg.Extensions = []string{other}
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 
 	if err := adapter.SetMessageKey(msg, key); err != nil {
 		t.Fatal(err)
@@ -124,8 +124,8 @@ func (userFromHeader) Before(ctx context.Context, callCtx *a2asrv.CallContext, r
 // TaskReader reads a task as its owner: with the user the server's authentication
 // would see, and hides it from anyone else as not found.
 func TestTaskReaderOwnership(t *testing.T) {
-	agent := &a2atest.Agent{}
-	srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{
+	agent := &testkit.Agent{}
+	srv := testkit.NewServer(t, testkit.Config{Executor: agent,
 		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(userFromHeader{})},
 	})
 	alice := httptest.NewRequest(http.MethodPost, "/jsonrpc", nil)

@@ -40,10 +40,6 @@ func MessageKey(msg *a2a.Message) (key string, ok bool, err error) {
 	return idempotency.KeyOf(msg.Metadata)
 }
 
-// NewKey returns a fresh key: 16 random bytes, hex encoded. It is
-// [idempotency.NewKey], repeated here so that a2a-go code needs one import.
-func NewKey() string { return idempotency.NewKey() }
-
 // ExtensionDescription is the description [DeclareExtension] gives the extension.
 const ExtensionDescription = "Idempotent sends: a message that carries a key under " +
 	idempotency.MetadataKey + " in its own metadata runs at most once; a retry with the same " +

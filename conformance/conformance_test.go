@@ -36,11 +36,6 @@ type refConfig struct {
 // full is the reference harness with every capability.
 var full = refConfig{clock: true, handles: true, tasks: true, limit: refLimit}
 
-func (c refConfig) with(wrap func(*refIndex) idempotency.KeyIndex) refConfig {
-	c.wrap = wrap
-	return c
-}
-
 func (c refConfig) harness(t *testing.T) Harness {
 	var h Harness
 	now := time.Now

@@ -21,6 +21,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/adapter"
 )
 
 // FactoryOptions returns a2aclient factory options that make the clients they build
@@ -87,7 +88,7 @@ var _ a2aclient.Transport = (*Transport)(nil)
 func NewTransport(inner a2aclient.Transport, card *a2a.AgentCard, opts Options) *Transport {
 	return &Transport{
 		Transport: inner,
-		honours:   opts.PeerHonoursKeys || declaresExtension(card),
+		honours:   opts.PeerHonoursKeys || adapter.DeclaresExtension(card),
 		policy:    opts.Retry.withDefaults(),
 		logger:    opts.logger(),
 	}
@@ -245,14 +246,4 @@ func ambiguous(err error) (retryAfter time.Duration, ok bool) {
 		return 0, true
 	}
 	return 0, false
-}
-
-// declaresExtension reports whether card lists the idempotency extension.
-func declaresExtension(card *a2a.AgentCard) bool {
-	if card == nil {
-		return false
-	}
-	return slices.ContainsFunc(card.Capabilities.Extensions, func(e a2a.AgentExtension) bool {
-		return e.URI == idempotency.ExtensionURI
-	})
 }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/adapter/internal/a2atest"
 	"github.com/a2akit/idempotency/adapter/keyedclient"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -27,13 +27,13 @@ var fast = keyedclient.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Millisecon
 
 // keyedServer is an a2a-go server for agent with the adapter's hooks, behind the kit's
 // middleware claiming keys in index.
-func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options) *a2atest.Server {
+func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
 	t.Helper()
 	mw, err := middleware.New(index, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a2atest.NewServer(t, adapter.NewExecutor(agent, adapter.Options{}), a2atest.ServerOptions{
+	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
 		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{}))},
 	})
@@ -69,9 +69,9 @@ func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) 
 func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{}
+			agent := &testkit.Agent{}
 			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
@@ -104,9 +104,9 @@ func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
 func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{}
-			srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{})
-			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			agent := &testkit.Agent{}
+			srv := testkit.NewServer(t, testkit.Config{Executor: agent})
+			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
@@ -135,13 +135,13 @@ func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 // A keyed send that the caller keyed itself, against a peer without the extension: it
 // is passed on untouched and not retried.
 func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
-	agent := &a2atest.Agent{}
-	srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{})
-	proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	agent := &testkit.Agent{}
+	srv := testkit.NewServer(t, testkit.Config{Executor: agent})
+	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
-	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := send(c, msg); err == nil {
@@ -155,9 +155,9 @@ func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 // A client created from endpoints has no card; the caller asserts that the peer
 // honours keys, and the send is keyed and retried.
 func TestAssertedPeerRetried(t *testing.T) {
-	agent := &a2atest.Agent{}
+	agent := &testkit.Agent{}
 	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-	proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 	c, err := a2aclient.NewFromEndpoints(context.Background(),
 		[]*a2a.AgentInterface{a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
 		keyedclient.FactoryOptions(keyedclient.Options{PeerHonoursKeys: true, Retry: fast})...)
@@ -181,12 +181,12 @@ func TestAssertedPeerRetried(t *testing.T) {
 func TestRefusalNotRetried(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{}
+			agent := &testkit.Agent{}
 			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := a2atest.NewProxy(t, srv.URL, func(int) bool { return false })
+			proxy := testkit.NewProxy(t, srv.URL, func(int) bool { return false })
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
-			key := adapter.NewKey()
+			key := idempotency.NewKey()
 			first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first"))
 			second := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("second"))
 			for _, m := range []*a2a.Message{first, second} {
@@ -213,12 +213,12 @@ func TestRefusalNotRetried(t *testing.T) {
 func TestUnavailableIndexRetried(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			index := &a2atest.FaultyIndex{KeyIndex: memstore.New(memstore.Options{})}
-			agent := &a2atest.Agent{}
+			index := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			agent := &testkit.Agent{}
 			srv := keyedServer(t, agent, index, middleware.Options{})
 			c := keyedClient(t, srv.URL, binding, keyedclient.Options{Retry: fast})
 
-			index.FailClaims.Store(1)
+			index.FailNext(testkit.OpClaim, 1)
 			res, err := send(c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("later")))
 			if err != nil {
 				t.Fatalf("keyed send against a briefly unavailable index: %v", err)
@@ -238,17 +238,17 @@ func TestUnavailableIndexRetried(t *testing.T) {
 // retries that, gives up after its attempts with an error that says so, and a later
 // send of the same message gets the task.
 func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
-	agent := &a2atest.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+	agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{ReplayWait: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := a2atest.NewServer(t, agent, a2atest.ServerOptions{Wrap: mw})
-	proxy := a2atest.NewProxy(t, srv.URL, func(int) bool { return false })
+	srv := testkit.NewServer(t, testkit.Config{Executor: agent, Wrap: mw})
+	proxy := testkit.NewProxy(t, srv.URL, func(int) bool { return false })
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("slow"))
-	if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 		t.Fatal(err)
 	}
 	first := make(chan error, 1)
@@ -290,9 +290,9 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 func TestStreamDroppedAfterFirstEventReattaches(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &a2atest.Agent{}
+			agent := &testkit.Agent{}
 			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := a2atest.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
 			var events []a2a.Event

@@ -8,24 +8,42 @@
 //
 //	go run ./examples/chi -addr 127.0.0.1:8081
 //	go run ./examples/demo -url http://127.0.0.1:8081 -binding rest -tenant acme
+//
+// This file is the whole server: copy it into your own module to start from it. The
+// kit's three steps are marked "kit (1)", "kit (2)" and "kit (3)". Its package is
+// called middleware, like chi's; this file imports it as idem, so chi's keeps its
+// usual name.
 package main
 
 import (
 	"context"
+	"errors"
 	"expvar"
+	"flag"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/go-chi/chi/v5"
-	chimiddleware "github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
+	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
-	"github.com/a2akit/idempotency/examples/internal/exampleserver"
-	"github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/adapter"
+	idem "github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/sqlstore"
 )
 
 func main() {
@@ -37,40 +55,274 @@ func main() {
 	}
 }
 
+// Where the server mounts the A2A bindings; the agent card lists them.
+const (
+	jsonrpcPath    = "/jsonrpc"
+	restPath       = "/rest"    // POST /rest/message:send, ...
+	tenantRESTPath = "/tenants" // POST /tenants/{tenant}/message:send, ...
+	varsPath       = "/debug/vars"
+)
+
 // run parses args, serves until ctx ends and then shuts down gracefully. It prints
 // the URLs it serves to stdout, and logs to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	srv, err := exampleserver.Open(ctx, "chi", args, stderr)
+	fs := flag.NewFlagSet("chi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
+	store := fs.String("store", "idempotency.db", "key store: a SQLite file `path`, or a postgres:// DSN")
+	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
+	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
+	reply := fs.String("reply", "task", "what the agent answers with: task or message")
+	lease := fs.Duration("lease", idem.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *reply != "task" && *reply != "message" {
+		return fmt.Errorf("-reply %q: want task or message", *reply)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+
+	index, closeIndex, err := openIndex(ctx, *store, *table)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	// The kit's middleware, recording claims in the SQL index.
-	idem, err := middleware.New(srv.Index, srv.Config.MiddlewareOptions(srv.Logger))
+	defer closeIndex()
+	ln, base, err := listen(*addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	// kit (1): the agent runs behind the adapter. adapter.Executor binds each keyed
+	// send's key to its task before the agent runs, so that a retry during a long run
+	// gets the task at once; adapter.FollowUpBinder binds follow-ups (messages that
+	// name an existing task) before a2a-go touches the task.
+	agent := &echoAgent{delay: *delay, replyMessage: *reply == "message"}
+	aopts := adapter.Options{Logger: logger}
+	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)),
+		a2asrv.WithLogger(logger))
+
+	// kit (2): the middleware, recording claims in the SQL index. Its scope is the
+	// tenant a2a-go sees, the REST path segment included.
+	keyed, err := idem.New(index, idem.Options{
+		Logger: logger,
+		Lease:  *lease,
+		Scope:  idem.TenantPathScope(tenantRESTPath),
+	})
 	if err != nil {
 		return err
 	}
 
-	handler := srv.Handler
 	r := chi.NewRouter()
-	r.Use(chimiddleware.Recoverer)
-	// The kit, like any other chi middleware. It runs before chi routes the request,
-	// so it sees every send and the agent card, whatever route serves them.
-	r.Use(idem)
+	r.Use(middleware.Recoverer)
+	// kit (3): the kit, like any other chi middleware. It runs before chi routes the
+	// request, so it sees every send and the agent card, whatever route serves them.
+	r.Use(keyed)
 
-	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(exampleserver.Card(srv.Base)))
-	r.Handle(exampleserver.JSONRPCPath, a2asrv.NewJSONRPCHandler(handler))
+	r.Method(http.MethodGet, a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base)))
+	r.Handle(jsonrpcPath, a2asrv.NewJSONRPCHandler(handler))
 	// chi's Mount does not strip the prefix from the request path, and a2a-go's
 	// HTTP+JSON handler routes on the whole path, so strip it.
-	r.Mount(exampleserver.RESTPath, http.StripPrefix(exampleserver.RESTPath, a2asrv.NewRESTHandler(handler)))
+	r.Mount(restPath, http.StripPrefix(restPath, a2asrv.NewRESTHandler(handler)))
 	// /tenants/{tenant}/message:send, ...: a2a-go takes the tenant from the path
 	// segment; its client sends it in the body too, where the middleware reads it
 	// as the key's scope.
-	r.Mount(exampleserver.TenantRESTPath, http.StripPrefix(exampleserver.TenantRESTPath,
-		a2asrv.NewTenantRESTHandler("/{*}", handler)))
-	r.Method(http.MethodGet, exampleserver.VarsPath, expvar.Handler())
+	r.Mount(tenantRESTPath, http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
+	r.Method(http.MethodGet, varsPath, expvar.Handler())
 
-	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", srv.Config.Delay, srv.Config.Reply, exampleserver.StoreName(srv.Config.Store))
-	exampleserver.PrintURLs(stdout, srv.Base)
-	return srv.Serve(ctx, r)
+	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), keys in %s\n", *delay, *reply, storeName(*store))
+	fmt.Fprintf(stdout, "agent card:        %s%s\n", base, a2asrv.WellKnownAgentCardPath)
+	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
+	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
+	fmt.Fprintf(stdout, "HTTP+JSON, tenant: %s%s/{tenant}\n", base, tenantRESTPath)
+	fmt.Fprintf(stdout, "agent_runs:        %s%s\n", base, varsPath)
+	return serve(ctx, ln, r, logger)
+}
+
+// openIndex opens the key index store names: a PostgreSQL database for a
+// postgres:// (or postgresql://) DSN, otherwise a SQLite file at that path, created if
+// it does not exist, with the connection parameters sqlstore's documentation asks
+// for. It creates the key table if needed. Call the close function after the server
+// has stopped.
+func openIndex(ctx context.Context, store, table string) (*sqlstore.Store, func() error, error) {
+	driver, dsn := "sqlite3", "file:"+store+"?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+	if isPostgres(store) {
+		driver, dsn = "postgres", store
+	}
+	db, err := sqlx.Open(driver, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s key store: %w", driver, err)
+	}
+	fail := func(err error) (*sqlstore.Store, func() error, error) {
+		db.Close()
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return fail(fmt.Errorf("connect to the %s key store: %w", driver, err))
+	}
+	index, err := sqlstore.New(db, sqlstore.Options{Table: table})
+	if err != nil {
+		return fail(err)
+	}
+	if err := index.Migrate(ctx); err != nil {
+		return fail(fmt.Errorf("create the key table: %w", err))
+	}
+	return index, db.Close, nil
+}
+
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// storeName describes store for the banner, hiding the password a DSN may carry.
+func storeName(store string) string {
+	if !isPostgres(store) {
+		return "SQLite file " + store
+	}
+	if u, err := url.Parse(store); err == nil {
+		return "PostgreSQL " + u.Redacted()
+	}
+	return "PostgreSQL"
+}
+
+// listen listens on addr and returns the base URL clients reach it at, with the port
+// the system picked for port 0, and localhost for all interfaces.
+func listen(addr string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return ln, "http://" + net.JoinHostPort(host, port), nil
+}
+
+// serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting
+// connections and waits at most ten seconds for the requests in progress.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// card is the agent card of the server at base. It does not declare the idempotency
+// extension: the middleware adds it to the card it serves, and only when its index
+// can honour keys. (A server that signs its card declares it with
+// adapter.DeclareExtension before signing.)
+func card(base string) *a2a.AgentCard {
+	tenant := a2a.NewAgentInterface(base+tenantRESTPath, a2a.TransportProtocolHTTPJSON)
+	tenant.Tenant = "demo" // the tenant routes accept any tenant; the card names one
+	return &a2a.AgentCard{
+		Name:        "Echo",
+		Description: "Echoes each message back after working for a while. Sends that carry an idempotency key run once.",
+		Version:     "1.0.0",
+		SupportedInterfaces: []*a2a.AgentInterface{
+			a2a.NewAgentInterface(base+jsonrpcPath, a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface(base+restPath, a2a.TransportProtocolHTTPJSON),
+			tenant,
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "Echoes the text of the message.", Tags: []string{"echo"}}},
+	}
+}
+
+// runs counts the agent's runs in this process, served at /debug/vars.
+var runs = expvar.NewInt("agent_runs")
+
+// echoAgent echoes the text of each message after working for delay: it creates a
+// task (SUBMITTED, WORKING, an artifact "echo: <text>", COMPLETED), or, with
+// replyMessage, answers a new message with a Message "echo: <text>".
+type echoAgent struct {
+	delay        time.Duration
+	replyMessage bool
+}
+
+func (a *echoAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		runs.Add(1)
+		echo := a2a.NewTextPart("echo: " + textOf(ec.Message))
+		if ec.StoredTask == nil && a.replyMessage {
+			if err := work(ctx, a.delay); err != nil {
+				yield(nil, err)
+				return
+			}
+			reply := a2a.NewMessage(a2a.MessageRoleAgent, echo)
+			reply.ContextID = ec.ContextID
+			yield(reply, nil)
+			return
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		if err := work(ctx, a.delay); err != nil {
+			yield(nil, err)
+			return
+		}
+		if yield(a2a.NewArtifactEvent(ec, echo), nil) {
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+		}
+	}
+}
+
+func (a *echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// work stands for the agent's work: it waits for d, or until ctx ends. a2a-go runs
+// the agent on a context detached from the request, so a client that goes away does
+// not stop it.
+func work(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// textOf joins the text parts of msg.
+func textOf(msg *a2a.Message) string {
+	var texts []string
+	if msg != nil {
+		for _, p := range msg.Parts {
+			if t := p.Text(); t != "" {
+				texts = append(texts, t)
+			}
+		}
+	}
+	return strings.Join(texts, " ")
 }

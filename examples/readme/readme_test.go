@@ -90,7 +90,7 @@ func Example_wrap() {
 			log.Fatal(err)
 		}
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
-		if err := adapter.SetMessageKey(msg, adapter.NewKey()); err != nil {
+		if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
 			log.Fatal(err)
 		}
 		runs := agent.runs.Load()

@@ -284,7 +284,7 @@ func (d *demo) problem(ctx context.Context, rep *Report) error {
 // cure is step 2: a keyed message, cut and retried, runs the agent once, and every
 // answer names the same task.
 func (d *demo) cure(ctx context.Context, rep *Report) error {
-	key := adapter.NewKey()
+	key := idempotency.NewKey()
 	d.printf("\n2. The cure: the same with an idempotency key (%s)\n", idempotency.RedactKey(key))
 	before, err := d.agentRuns(ctx)
 	if err != nil {

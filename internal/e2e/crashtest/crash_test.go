@@ -1,0 +1,301 @@
+package crashtest_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/testkit"
+)
+
+// longVar selects the long form: IDEMPOTENCY_LONG=1.
+const longVar = "IDEMPOTENCY_LONG"
+
+// lease is the crash server's lease: a claim left pending by a killed process may be
+// taken over this long after it was made.
+const lease = time.Second
+
+// slack covers the index clock's rounding (SQLite keeps milliseconds) when the test
+// decides that every lease a key may hold has ended.
+const slack = 250 * time.Millisecond
+
+func TestCrash(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL is not available")
+	}
+	bin := build(t)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run("index="+kind, func(t *testing.T) {
+			var store, table string
+			switch kind {
+			case "sqlite":
+				if !testkit.SQLiteAvailable() {
+					t.Skip("SQLite needs cgo (CGO_ENABLED=1)")
+				}
+				store = filepath.Join(t.TempDir(), "keys.db")
+			case "postgres":
+				store = testkit.PostgresDSN(t)
+				table = testkit.RandomName("kit_crash_")
+				t.Cleanup(func() {
+					ix, err := testkit.Open(context.Background(), store, table, 1)
+					if err != nil {
+						t.Errorf("drop %s: %v", table, err)
+						return
+					}
+					defer ix.Close()
+					if err := ix.Drop(context.Background()); err != nil {
+						t.Errorf("drop %s: %v", table, err)
+					}
+				})
+			}
+			trials, budget, clients := 8, 8*time.Second, 6
+			if os.Getenv(longVar) != "" {
+				trials, budget, clients = 200, 10*time.Minute, 16
+			}
+			crash(t, bin, store, table, trials, budget, clients)
+		})
+	}
+}
+
+// build builds the crash server into a temporary directory.
+func build(t *testing.T) string {
+	t.Helper()
+	// go test puts the go command of the running toolchain first on PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the crash server: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "crashserver")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/a2akit/idempotency/internal/e2e/crashtest/crashserver")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// server is one crash server process.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan struct{}
+}
+
+// start starts the crash server and waits until it listens.
+func start(t *testing.T, bin string, args []string, logs *os.File) *server {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, exited: make(chan struct{})}
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			listening <- strings.TrimPrefix(sc.Text(), "listening ")
+		}
+		close(listening)
+		for sc.Scan() {
+		}
+	}()
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case url, ok := <-listening:
+		if !ok || !strings.HasPrefix(url, "http://") {
+			s.kill()
+			t.Fatalf("crash server did not start (see %s)", logs.Name())
+		}
+		s.url = url
+	case <-time.After(30 * time.Second):
+		s.kill()
+		t.Fatal("crash server did not start within 30s")
+	}
+	return s
+}
+
+// kill kills the server with SIGKILL and waits until it is gone.
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// current is the server the clients send to, replaced after each kill.
+type current struct {
+	mu  sync.Mutex
+	url string
+}
+
+func (c *current) get() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.url
+}
+
+func (c *current) set(url string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.url = url
+}
+
+// outcome is what one client saw of its key.
+type outcome struct {
+	send     wireclient.Send
+	answer   wireclient.Answer
+	answered bool
+	attempts int
+	inFlight int // 409 answers
+	problems []string
+}
+
+// crash runs trials: in each, clients send a keyed message each to the server, the
+// server is killed at a random moment and restarted on the same store, and the clients
+// resend until answered. It then checks the run log.
+func crash(t *testing.T, bin, store, table string, trials int, budget time.Duration, clients int) {
+	dir := t.TempDir()
+	runsPath := filepath.Join(dir, "runs.txt")
+	logs, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	args := []string{"-store", store, "-runs", runsPath, "-lease", lease.String()}
+	if table != "" {
+		args = append(args, "-table", table)
+	}
+	srv := start(t, bin, args, logs)
+	defer func() { srv.kill() }()
+	cur := &current{url: srv.url}
+
+	var all []*outcome
+	var kills int
+	end := time.Now().Add(budget)
+	for trial := 0; trial < trials && time.Now().Before(end); trial++ {
+		outs := make([]*outcome, clients)
+		var wg sync.WaitGroup
+		for i := range outs {
+			id := fmt.Sprintf("crash-%d-%d", trial, i)
+			outs[i] = &outcome{send: wireclient.Send{
+				Binding:   wireclient.Bindings[rand.IntN(2)],
+				Streaming: rand.IntN(2) == 0,
+				MessageID: id,
+				Key:       idempotency.NewKey(),
+				Text:      "hello " + id,
+			}}
+			wg.Go(func() { resend(cur, outs[i]) })
+		}
+		// Kill at a random point: before, during or after the sends' claims, binds,
+		// runs and answers.
+		time.Sleep(rand.N(60 * time.Millisecond))
+		srv.kill()
+		kills++
+		srv = start(t, bin, args, logs)
+		cur.set(srv.url)
+		wg.Wait()
+		all = append(all, outs...)
+	}
+
+	// The run log: one line per run, written before the agent did anything.
+	data, err := os.ReadFile(runsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line != "" {
+			runs[line]++
+		}
+	}
+	kinds := map[string]int{}
+	inFlight, lostBeforeRun := 0, 0
+	for _, o := range all {
+		id := o.send.MessageID
+		if n := runs[id]; n > 1 {
+			t.Errorf("message %s (%s, streaming %t): the agent ran %d times", id, o.send.Binding, o.send.Streaming, n)
+		}
+		for _, p := range o.problems {
+			t.Errorf("message %s (%s, streaming %t): %s", id, o.send.Binding, o.send.Streaming, p)
+		}
+		if !o.answered {
+			t.Errorf("message %s (%s, streaming %t): not answered after %d attempts", id, o.send.Binding, o.send.Streaming, o.attempts)
+			continue
+		}
+		kinds[o.answer.Kind.String()]++
+		inFlight += o.inFlight
+		switch {
+		case o.answer.Kind == wireclient.Task && runs[id] != 1:
+			t.Errorf("message %s: answered with task %s, but the run log has %d runs", id, o.answer.TaskID, runs[id])
+		case o.answer.Kind == wireclient.TaskNotFound && runs[id] == 0:
+			lostBeforeRun++
+		}
+	}
+	// A key answered TaskNotFound was bound to its task id (the adapter binds before
+	// the agent runs) by a process killed before a2a-go's in-memory task store could
+	// keep the task; the agent ran in that process or not at all.
+	t.Logf("%d keys over %d kills: answers %v (%d of the task-not-found keys never ran), %d runs logged, "+
+		"%d answers 409 on the way (lease %v)", len(all), kills, kinds, lostBeforeRun, len(runs), inFlight, lease)
+	if t.Failed() {
+		if b, err := os.ReadFile(logs.Name()); err == nil {
+			t.Logf("server log:\n%s", b)
+		}
+	}
+}
+
+// resend sends o's message until it is answered with a task, a Message or
+// TaskNotFound (the task was lost with the process that ran it: a2a-go's task store is
+// in memory), and checks every 409 against the leases the key may hold.
+func resend(cur *current, o *outcome) {
+	deadline := time.Now().Add(4*lease + 30*time.Second)
+	// uncertainSince is when the client last learnt that an attempt failed without an
+	// answer: any claim that attempt made was made before, so its lease ends before
+	// uncertainSince + lease.
+	var uncertainSince time.Time
+	for time.Now().Before(deadline) {
+		o.attempts++
+		c := &wireclient.Client{BaseURL: cur.get()}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		a, err := c.Do(ctx, o.send)
+		cancel()
+		wait := 20 * time.Millisecond
+		switch {
+		case err != nil:
+			uncertainSince = time.Now()
+		case a.Kind == wireclient.Task, a.Kind == wireclient.Message, a.Kind == wireclient.TaskNotFound:
+			o.answer, o.answered = a, true
+			return
+		case a.Kind == wireclient.Unavailable:
+			uncertainSince = time.Now()
+		case a.Kind == wireclient.InFlight:
+			o.inFlight++
+			if !uncertainSince.IsZero() && sent.After(uncertainSince.Add(lease+slack)) {
+				o.problems = append(o.problems, fmt.Sprintf("answered 409 %v after every lease it may hold had ended", sent.Sub(uncertainSince)))
+			}
+			if a.RetryAfter <= 0 || a.RetryAfter > lease+time.Second {
+				o.problems = append(o.problems, fmt.Sprintf("409 with Retry-After %v (lease %v)", a.RetryAfter, lease))
+			}
+		default:
+			o.problems = append(o.problems, fmt.Sprintf("unexpected answer %v: %.300s", a, a.Raw))
+			return
+		}
+		time.Sleep(wait)
+	}
+}

@@ -1,0 +1,261 @@
+package faulttest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use, for captured logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type mode struct {
+	binding   wireclient.Binding
+	streaming bool
+}
+
+var modes = []mode{{wireclient.JSONRPC, false}, {wireclient.JSONRPC, true}, {wireclient.HTTPJSON, false}, {wireclient.HTTPJSON, true}}
+
+func (m mode) String() string { return fmt.Sprintf("%s/streaming=%t", m.binding, m.streaming) }
+
+// startKit starts an echo server behind the kit over ix, closed when t ends.
+func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
+	t.Helper()
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+var sends atomic.Int64
+
+// newSend returns a send of mode m with a fresh message id, keyed when keyed.
+func newSend(m mode, keyed bool) wireclient.Send {
+	id := fmt.Sprintf("fault-%d", sends.Add(1))
+	s := wireclient.Send{Binding: m.binding, Streaming: m.streaming, MessageID: id, Text: "hello " + id}
+	if keyed {
+		s.Key = idempotency.NewKey()
+	}
+	return s
+}
+
+// do sends s and returns the answer; it fails t when there is none. It is safe to
+// call from other goroutines than the test's.
+func do(t *testing.T, c *wireclient.Client, s wireclient.Send) wireclient.Answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := c.Do(ctx, s)
+	if err != nil {
+		t.Errorf("%s %s: %v", s.Binding, s.MessageID, err)
+	}
+	return a
+}
+
+// An index that fails, or hangs past the middleware's IndexTimeout, on claims: keyed
+// sends are refused with 503 and Retry-After in the binding's error shape and nothing
+// runs; unkeyed sends run as before.
+func TestIndexUnavailable(t *testing.T) {
+	for _, fault := range []string{"fail", "hang"} {
+		t.Run(fault, func(t *testing.T) {
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			if fault == "fail" {
+				ix.SetFail(testkit.OpClaim, true)
+			} else {
+				ix.SetHang(testkit.OpClaim, true)
+			}
+			srv := startKit(t, ix, middleware.Options{IndexTimeout: 100 * time.Millisecond})
+			c := &wireclient.Client{BaseURL: srv.URL}
+			for _, m := range modes {
+				a := do(t, c, newSend(m, true))
+				if a.Kind != wireclient.Unavailable || a.Status != 503 || a.RetryAfter <= 0 || !a.Extension {
+					t.Errorf("%v keyed: got %v (Retry-After %v, extension %t); want 503 with Retry-After", m, a, a.RetryAfter, a.Extension)
+				}
+				if a.Reason != "SERVER_ERROR" {
+					t.Errorf("%v keyed: reason %q, want SERVER_ERROR in the binding's error shape: %s", m, a.Reason, a.Raw)
+				}
+			}
+			if n := srv.Runs(); n != 0 {
+				t.Fatalf("the agent ran %d times for keyed sends the index did not claim", n)
+			}
+			for _, m := range modes {
+				if a := do(t, c, newSend(m, false)); a.Kind != wireclient.Task {
+					t.Errorf("%v unkeyed: got %v; want a task", m, a)
+				}
+			}
+			if n := srv.Runs(); n != int64(len(modes)) {
+				t.Errorf("the agent ran %d times for %d unkeyed sends", n, len(modes))
+			}
+		})
+	}
+}
+
+// A bind that fails (the adapter binds before the agent runs): the agent does not
+// run, the send is refused, and once the index is healthy an identical retry runs
+// the agent once.
+func TestBindFails(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			srv := startKit(t, ix, middleware.Options{})
+			c := &wireclient.Client{BaseURL: srv.URL}
+			s := newSend(m, true)
+			ix.SetFail(testkit.OpBind, true)
+			a := do(t, c, s)
+			if a.Kind == wireclient.Task || a.Kind == wireclient.Message {
+				t.Fatalf("got %v although the key could not be bound", a)
+			}
+			if n := srv.Runs(); n != 0 {
+				t.Fatalf("the agent ran %d times although the key could not be bound", n)
+			}
+			t.Logf("answer to the send whose bind failed: %v", a)
+			ix.SetFail(testkit.OpBind, false)
+			first := do(t, c, s)
+			again := do(t, c, s)
+			if first.Kind != wireclient.Task || again.Kind != wireclient.Task || first.TaskID != again.TaskID {
+				t.Fatalf("after the index healed: %v, then %v; want one task twice", first, again)
+			}
+			if n := srv.Runs(); n != 1 {
+				t.Errorf("the agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// Two identical sends, the second while the first one's claim is pending (its bind
+// takes 500ms), while lookups fail: whichever claims runs once, and the other, which
+// waits and fails to look the key up, is refused with 503 and Retry-After.
+func TestLookupFailsWhileRetryWaits(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+			ix.SetDelay(testkit.OpBind, 500*time.Millisecond)
+			ix.SetFail(testkit.OpLookup, true)
+			srv := startKit(t, ix, middleware.Options{})
+			c := &wireclient.Client{BaseURL: srv.URL}
+			s := newSend(m, true)
+			first := make(chan wireclient.Answer, 1)
+			go func() { first <- do(t, c, s) }()
+			time.Sleep(100 * time.Millisecond)
+			retry := do(t, c, s)
+			other := <-first
+			kinds := map[wireclient.Kind]int{retry.Kind: 1}
+			kinds[other.Kind]++
+			if kinds[wireclient.Task] != 1 || kinds[wireclient.Unavailable] != 1 {
+				t.Errorf("answers %v and %v; want one task and one 503", retry, other)
+			}
+			for _, a := range []wireclient.Answer{retry, other} {
+				if a.Kind == wireclient.Unavailable && a.RetryAfter <= 0 {
+					t.Errorf("503 without Retry-After")
+				}
+			}
+			if n := srv.Runs(); n != 1 {
+				t.Errorf("the agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// A retry of a send whose agent answers with a Message, made while the agent is still
+// working (the adapter has bound the key to the task id a2a-go generated, and records
+// the Message only when the agent yields it): the retry must get the Message (or 409,
+// in flight), never TaskNotFound, since no task will ever exist and the Message comes.
+func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			srv, err := testkit.Start(testkit.Config{
+				// The agent works 300ms before it answers.
+				Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) }},
+				Index: memstore.New(memstore.Options{}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			c := &wireclient.Client{BaseURL: srv.URL}
+			s := newSend(m, true)
+			s.Text = "reply please"
+			first := make(chan wireclient.Answer, 1)
+			go func() { first <- do(t, c, s) }()
+			time.Sleep(100 * time.Millisecond)
+			retry := do(t, c, s)
+			f := <-first
+			if f.Kind != wireclient.Message {
+				t.Fatalf("first attempt: %v", f)
+			}
+			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Message || retry.MessageID != f.MessageID) {
+				t.Errorf("retry while the agent works: %v; want message %s (or 409)", retry, f.MessageID)
+			}
+			if n := srv.Runs(); n != 1 {
+				t.Errorf("the agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// A retry of a send whose agent takes longer than the lease before its first event
+// (a2a-go stores the task only then, while the adapter bound the key to the task's id
+// before the agent started): the retry must get the task or 409 (in flight), never
+// TaskNotFound, since the task is coming. Past the lease, the middleware learns that
+// from a subscription to the running execution.
+func TestRetryBeforeSlowFirstEvent(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			srv, err := testkit.Start(testkit.Config{
+				// The agent works 900ms before its first event.
+				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) }},
+				Index:      memstore.New(memstore.Options{}),
+				Middleware: middleware.Options{Lease: 500 * time.Millisecond},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			c := &wireclient.Client{BaseURL: srv.URL}
+			s := newSend(m, true)
+			first := make(chan wireclient.Answer, 1)
+			go func() { first <- do(t, c, s) }()
+			time.Sleep(600 * time.Millisecond)
+			retry := do(t, c, s)
+			f := <-first
+			if f.Kind != wireclient.Task {
+				t.Fatalf("first attempt: %v", f)
+			}
+			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Task || retry.TaskID != f.TaskID) {
+				t.Errorf("retry while the agent works: %v; want task %s (or 409)", retry, f.TaskID)
+			}
+			if n := srv.Runs(); n != 1 {
+				t.Errorf("the agent ran %d times, want 1", n)
+			}
+		})
+	}
+}

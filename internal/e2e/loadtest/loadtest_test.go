@@ -1,0 +1,119 @@
+package loadtest_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2akit/idempotency/internal/e2e/loadtest"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// longVar selects the long form of the load checks: IDEMPOTENCY_LONG=1.
+const longVar = "IDEMPOTENCY_LONG"
+
+func long() bool { return os.Getenv(longVar) != "" }
+
+// serve starts an echo server behind the kit on an index of kind, with a lease short
+// enough that claims left pending by dropped sends end within the settle phase.
+//
+// Not shorter: the middleware answers a retry whose task is not stored yet with
+// TaskNotFound, instead of waiting, once the key's claim is older than the lease, and
+// under the long form's load on PostgreSQL a task's first save came more than a second
+// after its claim (the check that no key is also answered TaskNotFound caught it).
+func serve(t *testing.T, kind string, delay time.Duration) *testkit.Running {
+	t.Helper()
+	ix := testkit.ForTest(t, kind, 32)
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(delay),
+		Index:      ix,
+		Middleware: middleware.Options{Lease: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func report(t *testing.T, rep *loadtest.Report) {
+	t.Helper()
+	var buf bytes.Buffer
+	rep.WriteTo(&buf)
+	t.Log("\n" + buf.String())
+	if !rep.OK() {
+		t.Fatalf("%d violations", len(rep.Violations))
+	}
+}
+
+// Many clients, duplicates racing their first send, conflicts and dropped sends on
+// both bindings, unary and streaming: every key runs the agent exactly once.
+func TestLoad(t *testing.T) {
+	for _, kind := range testkit.Kinds {
+		t.Run("index="+kind, func(t *testing.T) {
+			srv := serve(t, kind, 2*time.Millisecond)
+			cfg := loadtest.Config{BaseURL: srv.URL, Clients: 16, Requests: 600, Duration: 5 * time.Second,
+				Replies: 0.1, Settle: 20 * time.Second}
+			if long() {
+				cfg.Clients, cfg.Requests, cfg.Duration, cfg.Settle = 64, 50000, 2*time.Minute, time.Minute
+			}
+			rep, err := loadtest.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report(t, rep)
+			if rep.Unsettled > 0 || rep.NotFound > 0 {
+				t.Errorf("%d keys unsettled and %d answered task-not-found; want every key answered", rep.Unsettled, rep.NotFound)
+			}
+			if rep.Answers["already-held"] == 0 || rep.Answers["dropped"] == 0 {
+				t.Errorf("the load had no conflicts or no drops: %v", rep.Answers)
+			}
+		})
+	}
+}
+
+// SPEC §5: identical sends started together, on each binding, unary and streaming,
+// run the agent once per key (100 keys × 64 sends in the long form).
+func TestBurst(t *testing.T) {
+	srv := serve(t, "mem", 0)
+	bc := loadtest.BurstConfig{BaseURL: srv.URL, Keys: 10, Copies: 16}
+	if long() {
+		bc.Keys, bc.Copies = 100, 64
+	}
+	rep, err := loadtest.Burst(context.Background(), bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, rep)
+	if want := int64(4 * bc.Keys); rep.Runs() != want {
+		t.Errorf("agent ran %d times, want %d", rep.Runs(), want)
+	}
+}
+
+// The checks catch a server that does not deduplicate: the bare server runs every
+// duplicate.
+func TestLoadCatchesDoubleRuns(t *testing.T) {
+	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rep, err := loadtest.Run(context.Background(), loadtest.Config{BaseURL: srv.URL, Clients: 4, Requests: 100,
+		Duplicates: 0.5, Drops: -1, Conflicts: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	rep.WriteTo(&buf)
+	if rep.OK() {
+		t.Fatalf("no violation against a server that runs every duplicate:\n%s", buf.String())
+	}
+	for _, want := range []string{"without the extension", "answers for message", "ran more than once"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("no violation %q in:\n%s", want, buf.String())
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package testkit
+
+import (
+	"context"
+	"iter"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// Agent is an a2asrv.AgentExecutor whose behaviour a test controls. The zero value
+// creates a task, reports it working, adds an artifact "echo: <text>" and completes
+// it; a Message reply reads "reply: <text>".
+type Agent struct {
+	// Delay is how long each run works, after reporting the task working (before a
+	// Message reply). With Jitter, each run waits a random time in [0, Delay].
+	Delay  time.Duration
+	Jitter bool
+	// ReplyMessage makes the agent answer every new send with a Message instead of a
+	// task; ReplyPrefix only the new sends whose text begins with it.
+	ReplyMessage bool
+	ReplyPrefix  string
+	// AskFirst makes a new task end in INPUT_REQUIRED instead of COMPLETED, so that a
+	// follow-up can be sent to it; the follow-up then completes the task.
+	AskFirst bool
+	// Hold, when not nil, is a gate: the agent waits until it receives from Hold (a
+	// close releases every run, a send one run) or the execution's context ends: a
+	// task agent waits after reporting WORKING, a Message agent before replying.
+	Hold chan struct{}
+	// Fail, when set, makes each run fail with it where it would have completed.
+	Fail error
+	// Started, when not nil, receives the task id each time the agent starts. It must
+	// be buffered or read, or the agent blocks.
+	Started chan a2a.TaskID
+	// OnRun, when set, is called as each run starts, before anything else, with the
+	// run's executor context. The crash test records runs with it in a place that
+	// survives the process.
+	OnRun func(ctx context.Context, ec *a2asrv.ExecutorContext)
+
+	runs atomic.Int64
+}
+
+var _ a2asrv.AgentExecutor = (*Agent)(nil)
+
+// Runs returns how many times the agent started.
+func (a *Agent) Runs() int64 { return a.runs.Load() }
+
+// Execute implements a2asrv.AgentExecutor.
+func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if a.OnRun != nil {
+			a.OnRun(ctx, ec)
+		}
+		a.runs.Add(1)
+		if a.Started != nil {
+			a.Started <- ec.TaskID
+		}
+		text := ""
+		if ec.Message != nil && len(ec.Message.Parts) > 0 {
+			text = ec.Message.Parts[0].Text()
+		}
+		if ec.StoredTask == nil && (a.ReplyMessage || a.ReplyPrefix != "" && strings.HasPrefix(text, a.ReplyPrefix)) {
+			if err := a.work(ctx); err != nil {
+				yield(nil, err)
+				return
+			}
+			reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("reply: "+text))
+			reply.ContextID = ec.ContextID
+			yield(reply, nil)
+			return
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		if err := a.work(ctx); err != nil {
+			yield(nil, err)
+			return
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
+			return
+		}
+		final := a2a.TaskStateCompleted
+		if ec.StoredTask == nil && a.AskFirst {
+			final = a2a.TaskStateInputRequired
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, final, nil), nil)
+	}
+}
+
+// work waits at the gate, then for the delay, and returns Fail; it returns the
+// context's error when the context ends first.
+func (a *Agent) work(ctx context.Context) error {
+	if a.Hold != nil {
+		select {
+		case <-a.Hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d := a.Delay
+	if a.Jitter && d > 0 {
+		d = rand.N(d + 1)
+	}
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return a.Fail
+}
+
+// Cancel implements a2asrv.AgentExecutor.
+func (a *Agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// Echo returns the agent of the load, crash and fault harnesses: each run works a
+// random time up to delay, and a new send whose text begins with "reply" is answered
+// with a Message.
+func Echo(delay time.Duration) *Agent {
+	return &Agent{Delay: delay, Jitter: true, ReplyPrefix: "reply"}
+}

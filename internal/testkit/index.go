@@ -1,0 +1,180 @@
+package testkit
+
+// The index openers: the kit's bundled indexes (memstore, and sqlstore on SQLite or
+// PostgreSQL) from a short spec, for the benchmarks, the load harness, the crash
+// test's server and the fault tests. A spec is "mem", a postgres:// (or
+// postgresql://) DSN, or a SQLite file path, optionally prefixed with "sqlite:".
+// SQLite needs cgo (the mattn/go-sqlite3 driver); PostgreSQL is reached through
+// lib/pq.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/sqlstore"
+)
+
+// PostgresDSNVar names the environment variable that points tests at a PostgreSQL
+// database, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
+const PostgresDSNVar = "IDEMPOTENCY_POSTGRES_DSN"
+
+// Index is an opened index and what it runs on.
+type Index struct {
+	idempotency.KeyIndex
+	// DB is the database of a sqlstore index, nil for memstore.
+	DB *sqlx.DB
+	// Table is the key table of a sqlstore index.
+	Table string
+}
+
+// Close closes the index's database.
+func (ix *Index) Close() error {
+	if ix.DB == nil {
+		return nil
+	}
+	return ix.DB.Close()
+}
+
+// Drop drops the key table of a sqlstore index.
+func (ix *Index) Drop(ctx context.Context) error {
+	if ix.DB == nil {
+		return nil
+	}
+	_, err := ix.DB.ExecContext(ctx, `DROP TABLE IF EXISTS "`+ix.Table+`"`)
+	return err
+}
+
+// openSQLite is set by the cgo build.
+var openSQLite func(path string) (*sqlx.DB, error)
+
+// SQLiteAvailable reports whether this build can open SQLite files (it needs cgo).
+func SQLiteAvailable() bool { return openSQLite != nil }
+
+// Open opens the index spec names, with its key table (sqlstore only; default
+// sqlstore.DefaultTable) created when missing. maxConns bounds the database pool of a
+// sqlstore index (0: the driver's default).
+func Open(ctx context.Context, spec, table string, maxConns int) (*Index, error) {
+	switch {
+	case spec == "mem" || spec == "memory":
+		return &Index{KeyIndex: memstore.New(memstore.Options{})}, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		db, err := sqlx.Open("postgres", spec)
+		if err != nil {
+			return nil, err
+		}
+		return finish(ctx, db, "postgres", table, maxConns)
+	default:
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if openSQLite == nil {
+			return nil, errors.New("testkit: SQLite needs a build with cgo (CGO_ENABLED=1)")
+		}
+		db, err := openSQLite(path)
+		if err != nil {
+			return nil, err
+		}
+		return finish(ctx, db, "sqlite", table, maxConns)
+	}
+}
+
+func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) (*Index, error) {
+	if maxConns > 0 {
+		db.SetMaxOpenConns(maxConns)
+		db.SetMaxIdleConns(maxConns)
+	}
+	if table == "" {
+		table = sqlstore.DefaultTable
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("testkit: %s unreachable: %w", kind, err)
+	}
+	st, err := sqlstore.New(db, sqlstore.Options{Table: table})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := st.Migrate(pctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Index{KeyIndex: st, DB: db, Table: table}, nil
+}
+
+// RandomName returns a name no other run uses: prefix and 12 hex digits.
+func RandomName(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Kinds lists the index kinds ForTest opens.
+var Kinds = []string{"mem", "sqlite", "postgres"}
+
+// ForTest opens an index of kind ("mem", "sqlite" or "postgres") for a test or
+// benchmark, closed (and its table dropped) when tb ends: SQLite in a file under
+// tb.TempDir, PostgreSQL in a table of a unique name on the database PostgresDSNVar
+// names. It skips tb when the kind is not available (no cgo for SQLite, the variable
+// unset for PostgreSQL) and fails it when PostgreSQL is configured but unreachable.
+func ForTest(tb testing.TB, kind string, maxConns int) *Index {
+	tb.Helper()
+	var spec string
+	switch kind {
+	case "mem":
+		spec = "mem"
+	case "sqlite":
+		if !SQLiteAvailable() {
+			tb.Skip("SQLite needs cgo (CGO_ENABLED=1)")
+		}
+		spec = SQLiteDSN(tb.TempDir() + "/keys.db")
+	case "postgres":
+		spec = PostgresDSN(tb)
+	default:
+		tb.Fatalf("unknown index kind %q", kind)
+	}
+	ix, err := Open(context.Background(), spec, RandomName("kit_test_"), maxConns)
+	if err != nil {
+		tb.Fatalf("open %s index: %v", kind, err)
+	}
+	tb.Cleanup(func() {
+		if kind == "postgres" {
+			if err := ix.Drop(context.Background()); err != nil {
+				tb.Errorf("drop table %s: %v", ix.Table, err)
+			}
+		}
+		ix.Close()
+	})
+	return ix
+}
+
+// PostgresDSN returns the DSN in PostgresDSNVar, skipping tb when it is unset.
+func PostgresDSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv(PostgresDSNVar)
+	if dsn == "" {
+		tb.Skipf("PostgreSQL is not configured: set %s, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable", PostgresDSNVar)
+	}
+	return dsn
+}
+
+// sqliteParams are the connection parameters sqlstore's documentation recommends for
+// SQLite.
+const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
+
+// SQLiteDSN returns the DSN sqlstore's documentation recommends for the file at path.
+func SQLiteDSN(path string) string {
+	return "sqlite:file:" + path + "?" + sqliteParams
+}
