@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "github.com/lib/pq"
 
 	"github.com/a2akit/idempotency"
@@ -48,11 +47,12 @@ func TestPlainSQLDB(t *testing.T) {
 }
 
 // TestDialectOfPlainSQLDB: the dialect of a *sql.DB comes from its driver's package.
+// internal/e2e/pgxdriver checks the pgx driver, whose module users of sqlstore should
+// not inherit.
 func TestDialectOfPlainSQLDB(t *testing.T) {
 	for driver, want := range map[string]sqlstore.Dialect{
 		"sqlite3":  sqlstore.SQLite,
 		"postgres": sqlstore.PostgreSQL,
-		"pgx":      sqlstore.PostgreSQL,
 	} {
 		db, err := sql.Open(driver, "postgres://nobody@127.0.0.1:1/none") // sql.Open does not connect
 		if err != nil {

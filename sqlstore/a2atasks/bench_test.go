@@ -94,7 +94,7 @@ func BenchmarkSendMessage(b *testing.B) {
 		for _, s := range []struct {
 			name string
 			open func(testing.TB) testDB
-		}{{"sqlite", openSQLiteBench}, {"postgres", openPostgres}, {"pgx", openPgx}} {
+		}{{"sqlite", openSQLiteBench}, {"postgres", openPostgres}} {
 			if s.open == nil {
 				continue
 			}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
@@ -32,13 +31,6 @@ type testDB struct {
 func openPostgres(t testing.TB) testDB {
 	t.Helper()
 	return openPostgresWith(t, "postgres")
-}
-
-// openPgx is openPostgres through the pgx stdlib driver, which caches prepared
-// statements.
-func openPgx(t testing.TB) testDB {
-	t.Helper()
-	return openPostgresWith(t, "pgx")
 }
 
 func openPostgresWith(t testing.TB, driver string) testDB {
