@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,15 +140,9 @@ func crash(t *testing.T, bin, store, table string, trials int, budget time.Durat
 	}
 
 	// The run log: one line per run, written before the agent did anything.
-	data, err := os.ReadFile(runsPath)
+	runs, _, err := testkit.ReadRunFile(runsPath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	runs := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line != "" {
-			runs[line]++
-		}
 	}
 	kinds := map[string]int{}
 	inFlight, lostBeforeRun := 0, 0

@@ -1,7 +1,6 @@
 package durable_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -312,20 +311,13 @@ func waitBound(t *testing.T, path string, sends []wireclient.Send) {
 // checkRuns checks that the run file records exactly one run of each send.
 func checkRuns(t *testing.T, path string, sends []wireclient.Send) {
 	t.Helper()
-	f, err := os.Open(path)
+	runs, by, err := testkit.ReadRunFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	n := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		id, _, _ := strings.Cut(sc.Text(), " ")
-		n[id]++
-	}
 	for _, s := range sends {
-		if n[s.MessageID] != 1 {
-			t.Errorf("the agent ran %d times for %s, want once", n[s.MessageID], s.MessageID)
+		if runs[s.MessageID] != 1 {
+			t.Errorf("the agent ran %d times for %s (on %v), want once", runs[s.MessageID], s.MessageID, by[s.MessageID])
 		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -60,7 +59,7 @@ func run() error {
 		return fmt.Errorf("-db and -runs are required")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	runs, err := os.OpenFile(*runsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	onRun, err := testkit.RunFile(*runsPath, *name)
 	if err != nil {
 		return err
 	}
@@ -82,19 +81,9 @@ func run() error {
 	}
 	go sweepEvery(ctx, tasks, *sweep, idempotency.RetentionPolicy{TerminalTaskRetention: *retention}, logger)
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	base := "http://" + ln.Addr().String()
 	agent := &testkit.Agent{Delay: *work}
 	agent.OnRun = func(ctx context.Context, ec *a2asrv.ExecutorContext) {
-		// One write(2) of a short line on an O_APPEND file: whole, and in the page
-		// cache (which outlives the process) before the agent goes on.
-		if _, err := runs.Write([]byte(string(ec.Message.ID) + " " + *name + "\n")); err != nil {
-			logger.Error("recording a run", "error", err)
-			os.Exit(3)
-		}
+		onRun(ctx, ec)
 		if len(ec.Message.Parts) > 0 && strings.HasPrefix(ec.Message.Parts[0].Text(), "hold") {
 			select { // before the first event: the key is bound, the task not stored
 			case <-time.After(*hold):
@@ -102,26 +91,27 @@ func run() error {
 			}
 		}
 	}
-	srv, err := testkit.New(testkit.Config{
-		Agent:      agent,
-		Index:      keys,
-		TaskStore:  tasks,
-		TaskReader: true,
-		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
-		BaseURL:    base,
-		Logger:     logger,
-		Wrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("X-Replica", *name)
-				next.ServeHTTP(w, r)
-			})
-		},
+	return testkit.ServeCommand(*addr, func(base string) (http.Handler, error) {
+		srv, err := testkit.New(testkit.Config{
+			Agent:      agent,
+			Index:      keys,
+			TaskStore:  tasks,
+			TaskReader: true,
+			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
+			BaseURL:    base,
+			Logger:     logger,
+			Wrap: func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("X-Replica", *name)
+					next.ServeHTTP(w, r)
+				})
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return srv.Handler, nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening %s\n", base)
-	return (&http.Server{Handler: srv.Handler, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 }
 
 // sweepEvery runs the retention sweep over tasks and keys every interval.
