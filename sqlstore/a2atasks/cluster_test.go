@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -45,14 +44,7 @@ func testCluster(t *testing.T, open func(t testing.TB) testDB) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(mw(a2asrv.NewJSONRPCHandler(h)))
-		t.Cleanup(srv.Close)
-		c, err := a2aclient.NewFromEndpoints(context.Background(),
-			[]*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return jsonrpcClient(t, mw(a2asrv.NewJSONRPCHandler(h)))
 	}
 	acceptingAgent, runningAgent := &echoAgent{}, &echoAgent{}
 	accepting, running := replica(acceptingAgent), replica(runningAgent) // the queue runs every execution on the second
