@@ -1,8 +1,11 @@
 package adapter_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -245,6 +248,69 @@ func TestRetryWhileMessageAgentThinksIsInFlight(t *testing.T) {
 				t.Errorf("agent ran %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// A key bound to a task that is not stored (the agent, which will answer with a
+// Message, still thinks), retried on the servers of several processes sharing the
+// index: each answers what it can know. The process that runs the agent answers 409
+// even once the claim is older than the lease (a subscription shows the execution);
+// another one answers 409 while the claim is younger than its lease (it cannot see
+// whether another process runs the agent), and TaskNotFound once the claim is older,
+// or at once with SoleInstance, which tells it that no other process runs keyed sends
+// (here untrue: the test shows what the option trusts). The agent runs once.
+func TestRetryOfBoundTaskNotStored(t *testing.T) {
+	index := memstore.New(memstore.Options{})
+	agent := &testkit.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
+	const lease = 200 * time.Millisecond
+	short := middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: lease}
+	long := middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: time.Minute}
+	sole := long
+	sole.SoleInstance = true
+	others := &testkit.Agent{}
+	running := keyedServer(t, agent, index, short)
+	msg, _ := keyedMessage(t, "think hard")
+	first := make(chan error, 1)
+	go func() {
+		_, err := client(t, running.Card, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		first <- err
+	}()
+	<-agent.Started
+
+	// retry sends msg again to srv over JSON-RPC and checks the answer: HTTP status,
+	// Retry-After, and a text the body contains.
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "retry", "method": "SendMessage",
+		"params": map[string]any{"message": msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := func(what string, srv *testkit.Running, status int, retryAfter, text string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+testkit.JSONRPCPath, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != status || resp.Header.Get("Retry-After") != retryAfter || !strings.Contains(string(got), text) {
+			t.Errorf("retry %s: %d (Retry-After %q) %s; want %d (Retry-After %q) containing %q",
+				what, resp.StatusCode, resp.Header.Get("Retry-After"), got, status, retryAfter, text)
+		}
+	}
+	const notFound = `"code":-32001`
+	retry("on another process within its lease", keyedServer(t, others, index, long), 409, "10", "does not run on this server")
+	retry("on a SoleInstance process", keyedServer(t, others, index, sole), 200, "", notFound)
+	time.Sleep(lease)
+	retry("on the running process after the lease", running, 409, "1", "still in flight")
+	retry("on another process after the lease", keyedServer(t, others, index, short), 200, "", notFound)
+
+	close(agent.Hold)
+	if err := <-first; err != nil {
+		t.Fatalf("first send: %v", err)
+	}
+	retry("once the agent answered", keyedServer(t, others, index, short), 200, "", `"message":`)
+	if n, m := agent.Runs(), others.Runs(); n != 1 || m != 0 {
+		t.Errorf("the agent ran %d times in its process and %d in the others, want 1 and 0", n, m)
 	}
 }
 

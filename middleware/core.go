@@ -19,6 +19,7 @@ import (
 type core struct {
 	index        idempotency.KeyIndex
 	lease        time.Duration
+	soleInstance bool
 	replayWait   time.Duration
 	indexTimeout time.Duration
 	log          *slog.Logger

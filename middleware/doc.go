@@ -83,7 +83,14 @@
 //     task's live events, through a SubscribeToTask (v0.3: tasks/resubscribe, or GET
 //     …/v1/tasks/{id}:subscribe) sent to the wrapped handler; when the task has
 //     finished it gets the task alone. A task deleted since gets TaskNotFound; the
-//     agent does not run again.
+//     agent does not run again. A task not found may also be one not stored yet
+//     (a2a-go stores it at the agent's first event, and the adapter binds the key
+//     before the agent starts): the retry waits up to Options.ReplayWait for it,
+//     then answers 409 while something may still run the first attempt (its
+//     execution runs in this process, which a subscription tells; or another process
+//     may run it, until the claim is as old as Options.Lease, unless
+//     Options.SoleInstance rules other processes out), and TaskNotFound once nothing
+//     can.
 //   - A retry while the first attempt has bound nothing yet waits up to
 //     Options.ReplayWait, then answers 409 with Retry-After (the time left on the
 //     first attempt's lease).

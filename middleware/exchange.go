@@ -35,6 +35,10 @@ const (
 		"deduplication; retry with the same key and message after the Retry-After delay"
 	msgInFlight = "the first send with this idempotency key is still in flight and its task is not known yet; " +
 		"retry with the same key and message after the Retry-After delay"
+	msgMaybeElsewhere = "the first send with this idempotency key is bound to a task that is not stored yet and " +
+		"does not run on this server: it may still be starting on another server, or the server that ran it has " +
+		"stopped; retry with the same key and message after the Retry-After delay (a task still missing when the " +
+		"key's lease ends is reported as not found)"
 )
 
 // run checks the send, asks the core what to do with it and does it.
@@ -114,11 +118,13 @@ const maxInFlightRetryAfter = 10 * time.Second
 
 // inFlight answers 409: the first attempt is still running and its task is unknown.
 // Retry-After is the time left on its lease (when the retry may take it over), capped
-// at maxInFlightRetryAfter.
+// at maxInFlightRetryAfter; the log shows both.
 func (x *exchange) inFlight(rec idempotency.Record) {
-	wait := min(time.Until(rec.LeaseExpiresAt), maxInFlightRetryAfter)
-	x.logAttrs(slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409", slog.Duration("lease_left", wait))
-	writeFailure(x.w, x.s.d, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: max(wait, time.Second)}, true)
+	left := time.Until(rec.LeaseExpiresAt)
+	retry := max(min(left, maxInFlightRetryAfter), time.Second)
+	x.logAttrs(slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
+		slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
+	writeFailure(x.w, x.s.d, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: retry}, true)
 	x.observe(OutcomeInFlight)
 }
 

@@ -51,6 +51,7 @@ func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Hand
 		core: core{
 			index:        index,
 			lease:        opts.Lease,
+			soleInstance: opts.SoleInstance,
 			replayWait:   opts.ReplayWait,
 			indexTimeout: opts.IndexTimeout,
 			log:          opts.Logger,

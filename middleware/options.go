@@ -38,10 +38,23 @@ type Options struct {
 
 	// Lease is how long a claim stays in flight before an identical retry may take it
 	// over; default [DefaultLease]. It also bounds how long a key bound to a task that
-	// is not stored yet counts as "task coming" rather than "task gone" when the
-	// execution runs on another replica than the retry (in the retry's own process a
-	// subscription tells): keep it above the agent's time to its first event.
+	// is not stored yet counts as "task coming" rather than "task gone" when its
+	// execution does not run in the retry's own process (there a subscription tells),
+	// since it may run in another one, unless SoleInstance is set: keep it above the
+	// agent's time to its first event.
 	Lease time.Duration
+
+	// SoleInstance declares that this process is the only one that runs keyed sends
+	// on the index: no replica shares it, and a restart never overlaps the process it
+	// replaces. A key bound to a task that is not found then counts as gone as soon
+	// as no execution of the task runs in this process (a subscription through the
+	// wrapped handler tells), instead of as "task coming" until the claim is as old
+	// as Lease: after a restart, a retry of a send whose first attempt died before
+	// the agent's first event gets TaskNotFound at once, not 409. Leave it false
+	// when replicas share the index, during rolling deploys that run an old and a
+	// new process at once, and in a2a-go's cluster mode (the execution runs on
+	// another worker).
+	SoleInstance bool
 
 	// ReplayWait is how long a retry waits for an in-flight first attempt's task;
 	// default [DefaultReplayWait]. Negative means do not wait.

@@ -38,42 +38,28 @@ func (x *exchange) answerTask(rec idempotency.Record) {
 // readTask reads the key's task as it is now, with its history shaped by the
 // retry's historyLength.
 //
-// A task that is not found while the first attempt may still be running (the claim
-// is younger than the lease) is looked for again until ReplayWait ends, and then
-// answered 409 rather than TaskNotFound: a2a-go stores a task only after the agent's
-// first event, and the adapter binds the key before the agent starts. The index is
-// looked at too, since an agent that answers with a Message creates no task at all,
-// and its reply is recorded when it answers. The task of an older claim that is not
-// found is gone, unless a subscription shows its execution still running here
-// (executionRunning).
+// A task that is not found may be coming or gone: a2a-go stores a task only at the
+// agent's first event, and the adapter binds the key before the agent starts. While
+// the claim is younger than the lease, readTask looks for it again until ReplayWait
+// ends, and at the index too, since an agent that answers with a Message creates no
+// task at all and its reply is recorded when it answers; then missingTask says
+// which it is.
 func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
 	deadline := time.Now().Add(x.c.replayWait)
 	interval := 10 * time.Millisecond
 	for {
 		task, f := x.readTaskOnce(rec.TaskID)
-		if f == nil {
+		switch {
+		case f == nil:
 			return x.shapedTask(task), nil
-		}
-		young := time.Since(rec.ClaimedAt) < x.c.lease
-		if f.notFound() && !young && x.executionRunning(rec.TaskID) {
-			// An agent slower to its first event than the lease is long.
-			x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored yet but its execution running; retry answered 409",
-				slog.String("task_id", rec.TaskID))
-			return product{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
-		}
-		if !f.notFound() || !young {
+		case !f.notFound():
 			if f.kind == failUnavailable {
 				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",
 					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
 			}
 			return product{}, f
-		}
-		if time.Until(deadline) <= 0 {
-			// The agent is still before its first event (or deciding on a Message
-			// reply): the task does not exist yet, but it is not gone either.
-			x.logAttrs(slog.LevelInfo, "idempotency: key bound but its task not stored yet, retry answered 409",
-				slog.String("task_id", rec.TaskID))
-			return product{}, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
+		case time.Since(rec.ClaimedAt) >= x.c.lease || time.Until(deadline) <= 0:
+			return product{}, x.missingTask(rec, f)
 		}
 		timer := time.NewTimer(min(interval, time.Until(deadline)))
 		select {
@@ -88,6 +74,46 @@ func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
 			return product{message: got.Reply}, nil
 		}
 	}
+}
+
+// missingTask answers a retry whose key is bound to a task that is not found
+// (notFound, the TaskNotFound failure): 409 while something may still run the
+// first attempt and store the task, TaskNotFound once nothing can. What may run it:
+//
+//   - an execution of the task in this process, at any age of the claim (an agent
+//     may be slower to its first event than the lease): a subscription to it tells
+//     (executionRunning);
+//   - an execution in another process sharing the index (a replica, or the process
+//     a rolling restart replaces), which cannot be asked: it counts as possible
+//     until the claim is as old as the lease, the bound Options.Lease sets on an
+//     agent's time to its first event, unless Options.SoleInstance says that no
+//     other process runs keyed sends. A restarted sole instance thus answers
+//     TaskNotFound at once for the sends its previous process died in before their
+//     first event.
+//
+// Logs name the time left until the task counts as gone.
+func (x *exchange) missingTask(rec idempotency.Record, notFound *failure) *failure {
+	taskID := slog.String("task_id", rec.TaskID)
+	if x.executionRunning(rec.TaskID) {
+		x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored yet and its execution running here; retry answered 409",
+			taskID)
+		return &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
+	}
+	left := time.Until(rec.ClaimedAt.Add(x.c.lease))
+	if left > 0 && !x.c.soleInstance {
+		retry := max(min(left, maxInFlightRetryAfter), time.Second)
+		x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored and its execution not running here; "+
+			"another process may still run it until the lease ends; retry answered 409",
+			taskID, slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
+		return &failure{kind: failInFlight, message: msgMaybeElsewhere, retryAfter: retry}
+	}
+	why := "the claim is older than the lease"
+	if left > 0 {
+		why = "no other process runs keyed sends (SoleInstance)"
+	}
+	x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not found and nothing runs it; retry answered TaskNotFound",
+		taskID, slog.String("because", why))
+	return notFound
 }
 
 // shapedTask returns task, v1.0 JSON, with its history shaped by the retry's

@@ -12,13 +12,13 @@ import (
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
 )
 
-// TestSQLite runs the demonstration against the chi server with its keys in a SQLite
-// file: on the tenant path (/tenants/{tenant}/...), on JSON-RPC with a tenant, and on
-// HTTP+JSON without one.
+// TestSQLite runs the demonstration against the chi server with its tasks and keys in
+// a SQLite file: on the tenant path (/tenants/{tenant}/...), on JSON-RPC with a
+// tenant, and on HTTP+JSON without one.
 func TestSQLite(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
 	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "keys in SQLite file "+store)
+	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
 	for _, tc := range []struct{ name, binding, tenant string }{
 		{"rest tenant acme", "rest", "acme"},
 		{"jsonrpc tenant acme", "jsonrpc", "acme"},
@@ -65,4 +65,10 @@ func taskID(t *testing.T, url, body string) string {
 		t.Fatalf("POST %s: %d %s, want 200 with a task", url, status, answer)
 	}
 	return res.Task.ID
+}
+
+// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
+// after a restart on the file a retry of a send from before gets the send's task.
+func TestRestart(t *testing.T) {
+	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
 }

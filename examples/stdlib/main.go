@@ -5,8 +5,10 @@
 // It serves an echo agent on the JSON-RPC binding (/jsonrpc), on HTTP+JSON (/rest,
 // and /tenants/{tenant} with a tenant path segment) and its agent card at
 // /.well-known/agent-card.json, and counts the agent's runs in the expvar agent_runs
-// at /debug/vars. Keys are kept in a SQLite file in the working directory, or in
-// PostgreSQL when -store is a postgres:// DSN.
+// at /debug/vars. Its tasks and their keys are kept side by side in a SQLite file in
+// the working directory, or in PostgreSQL when -store is a postgres:// DSN, so that a
+// restarted server answers the retries of sends from before the restart with their
+// tasks; a sweep deletes finished tasks, and then their keys, after -retention.
 //
 //	go run ./examples/stdlib
 //	go run ./examples/stdlib -addr 127.0.0.1:0 -delay 5s -reply message
@@ -43,9 +45,11 @@ import (
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
+	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
+	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
 func main() {
@@ -71,8 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
-	store := fs.String("store", "idempotency.db", "key store: a SQLite file `path`, or a postgres:// DSN")
+	store := fs.String("store", "idempotency.db", "task and key store: a SQLite file `path`, or a postgres:// DSN")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
+	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
+	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
+	sweep := fs.Duration("sweep", 10*time.Minute, "how often the retention sweep runs")
 	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
 	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	lease := fs.Duration("lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
@@ -84,11 +91,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	index, closeIndex, err := openIndex(ctx, *store, *table)
+	keys, tasks, closeStores, err := openStores(ctx, *store, *table, *taskTable, *retention)
 	if err != nil {
 		return err
 	}
-	defer closeIndex()
+	defer closeStores()
+	go sweepEvery(ctx, tasks, *sweep, idempotency.RetentionPolicy{TerminalTaskRetention: *retention}, logger)
 	ln, base, err := listen(*addr)
 	if err != nil {
 		return err
@@ -103,6 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)),
+		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
 	// The A2A server, as it would be without the kit: a2a-go's transports on a mux.
@@ -113,18 +122,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux.Handle(tenantRESTPath+"/", http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
 	mux.Handle("GET "+varsPath, expvar.Handler())
 
-	// kit (2): the middleware, recording claims in the SQL index. Its scope is the
-	// tenant a2a-go sees, the REST path segment included.
-	idem, err := middleware.New(index, middleware.Options{
-		Logger: logger,
-		Lease:  *lease,
-		Scope:  middleware.TenantPathScope(tenantRESTPath),
+	// kit (2): the middleware, recording claims in the SQL index and answering retries
+	// from the task store. Its scope is the tenant a2a-go sees, the REST path segment
+	// included. The server has no authentication, so the tasks' owner is a2a-go's
+	// anonymous user, which is the TaskReader's default. A SQLite file is served by
+	// this process alone (SoleInstance: a key whose task this process does not run
+	// is not run anywhere); replicas may share a PostgreSQL database.
+	idem, err := middleware.New(keys, middleware.Options{
+		Logger:       logger,
+		Lease:        *lease,
+		Scope:        middleware.TenantPathScope(tenantRESTPath),
+		Tasks:        adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
+		SoleInstance: !isPostgres(*store),
 	})
 	if err != nil {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), keys in %s\n", *delay, *reply, storeName(*store))
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, storeName(*store))
 	fmt.Fprintf(stdout, "agent card:        %s%s\n", base, a2asrv.WellKnownAgentCardPath)
 	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
 	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
@@ -135,37 +150,64 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return serve(ctx, ln, idem(mux), logger)
 }
 
-// openIndex opens the key index store names: a PostgreSQL database for a
-// postgres:// (or postgresql://) DSN, otherwise a SQLite file at that path, created if
-// it does not exist, with the connection parameters sqlstore's documentation asks
-// for. It creates the key table if needed. Call the close function after the server
+// openStores opens the task store and the key index in the database store names: a
+// PostgreSQL database for a postgres:// (or postgresql://) DSN, otherwise a SQLite
+// file at that path, created if it does not exist, with the connection parameters
+// sqlstore's documentation asks for. It creates the tables if needed. A key lives at
+// least as long as the task it names (its TTL is at least the retention), so that a retry never runs
+// the agent again while the task is kept. Call the close function after the server
 // has stopped.
-func openIndex(ctx context.Context, store, table string) (*sqlstore.Store, func() error, error) {
+func openStores(ctx context.Context, store, table, taskTable string, retention time.Duration) (*sqlstore.Store, *a2atasks.Store, func() error, error) {
 	driver, dsn := "sqlite3", "file:"+store+"?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
 	if isPostgres(store) {
 		driver, dsn = "postgres", store
 	}
 	db, err := sqlx.Open(driver, dsn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s key store: %w", driver, err)
+		return nil, nil, nil, fmt.Errorf("open %s store: %w", driver, err)
 	}
-	fail := func(err error) (*sqlstore.Store, func() error, error) {
+	fail := func(err error) (*sqlstore.Store, *a2atasks.Store, func() error, error) {
 		db.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
-		return fail(fmt.Errorf("connect to the %s key store: %w", driver, err))
+		return fail(fmt.Errorf("connect to the %s store: %w", driver, err))
 	}
-	index, err := sqlstore.New(db, sqlstore.Options{Table: table})
+	keys, err := sqlstore.New(db, sqlstore.Options{Table: table, TaskTable: taskTable, TTL: max(retention, idempotency.DefaultKeyMaxAge)})
 	if err != nil {
 		return fail(err)
 	}
-	if err := index.Migrate(ctx); err != nil {
-		return fail(fmt.Errorf("create the key table: %w", err))
+	tasks, err := a2atasks.New(db, a2atasks.Options{Table: taskTable, Keys: keys})
+	if err != nil {
+		return fail(err)
 	}
-	return index, db.Close, nil
+	if err := tasks.Migrate(ctx); err != nil {
+		return fail(fmt.Errorf("create the task and key tables: %w", err))
+	}
+	return keys, tasks, db.Close, nil
+}
+
+// sweepEvery runs the retention sweep over the tasks and the keys every interval
+// until ctx ends: it deletes the finished tasks older than the policy's retention,
+// then the keys older than that whose task is gone.
+func sweepEvery(ctx context.Context, tasks *a2atasks.Store, every time.Duration, policy idempotency.RetentionPolicy, logger *slog.Logger) {
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		rep, err := tasks.PurgeExpired(ctx, policy)
+		if err != nil {
+			logger.Warn("retention sweep failed", "error", err)
+			continue
+		}
+		logger.Info("retention sweep", "tasks_deleted", rep.TasksDeleted, "keys_deleted", rep.KeysDeleted)
+	}
 }
 
 func isPostgres(store string) bool {

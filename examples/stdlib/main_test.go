@@ -13,12 +13,13 @@ import (
 // parallel.
 
 // TestPostgres runs the demonstration on both bindings against the server with its
-// keys in PostgreSQL.
+// tasks and keys in PostgreSQL.
 func TestPostgres(t *testing.T) {
 	dsn := exampletest.PostgresDSN(t)
 	table := exampletest.PostgresTable(t, dsn, "examples_stdlib")
-	srv := exampletest.Start(t, run, "-store", dsn, "-table", table, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "keys in PostgreSQL")
+	tasks := exampletest.PostgresTable(t, dsn, "examples_stdlib_tasks")
+	srv := exampletest.Start(t, run, "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
+	exampletest.CheckServer(t, srv, "tasks and keys in PostgreSQL")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
 			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))

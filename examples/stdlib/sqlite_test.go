@@ -11,11 +11,12 @@ import (
 )
 
 // TestSQLite runs the demonstration on both bindings, and with a tenant, against the
-// server with its keys in a SQLite file, as `go run ./examples/stdlib` starts it.
+// server with its tasks and keys in a SQLite file, as `go run ./examples/stdlib`
+// starts it.
 func TestSQLite(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
 	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "keys in SQLite file "+store)
+	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
 	for _, tc := range []struct{ binding, tenant string }{
 		{"jsonrpc", ""},
 		{"rest", ""},
@@ -36,4 +37,10 @@ func TestReplyMessage(t *testing.T) {
 			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
 		})
 	}
+}
+
+// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
+// after a restart on the file a retry of a send from before gets the send's task.
+func TestRestart(t *testing.T) {
+	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
 }

@@ -66,26 +66,27 @@ func SQLiteAvailable() bool { return openSQLite != nil }
 // sqlstore.DefaultTable) created when missing. maxConns bounds the database pool of a
 // sqlstore index (0: the driver's default).
 func Open(ctx context.Context, spec, table string, maxConns int) (*Index, error) {
-	switch {
-	case spec == "mem" || spec == "memory":
+	if spec == "mem" || spec == "memory" {
 		return &Index{KeyIndex: memstore.New(memstore.Options{})}, nil
-	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		db, err := sqlx.Open("postgres", spec)
-		if err != nil {
-			return nil, err
-		}
-		return finish(ctx, db, "postgres", table, maxConns)
-	default:
-		path := strings.TrimPrefix(spec, "sqlite:")
-		if openSQLite == nil {
-			return nil, errors.New("testkit: SQLite needs a build with cgo (CGO_ENABLED=1)")
-		}
-		db, err := openSQLite(path)
-		if err != nil {
-			return nil, err
-		}
-		return finish(ctx, db, "sqlite", table, maxConns)
 	}
+	db, err := OpenDB(spec)
+	if err != nil {
+		return nil, err
+	}
+	return finish(ctx, db, db.DriverName(), table, maxConns)
+}
+
+// OpenDB opens the database of a sqlstore spec: PostgreSQL for a postgres:// (or
+// postgresql://) DSN, else a SQLite file (the path, optionally prefixed with
+// "sqlite:"). It does not connect.
+func OpenDB(spec string) (*sqlx.DB, error) {
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		return sqlx.Open("postgres", spec)
+	}
+	if openSQLite == nil {
+		return nil, errors.New("testkit: SQLite needs a build with cgo (CGO_ENABLED=1)")
+	}
+	return openSQLite(strings.TrimPrefix(spec, "sqlite:"))
 }
 
 func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) (*Index, error) {

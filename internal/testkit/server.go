@@ -38,7 +38,7 @@ const (
 
 // Config configures a server: a real a2a-go v1.0 server (JSON-RPC at JSONRPCPath,
 // HTTP+JSON at RESTPath and TenantRESTPath, an agent card at the well-known path, the
-// run counter at VarsPath) with an in-memory task store. The zero value is a bare
+// run counter at VarsPath), with an in-memory task store unless TaskStore is set. The zero value is a bare
 // server for a zero [Agent].
 type Config struct {
 	// Agent is the agent the server runs and counts the runs of; nil: a zero Agent.
@@ -57,6 +57,9 @@ type Config struct {
 	// TaskReader, when Index is set, answers replays from the task store through
 	// adapter.NewTaskReader instead of a GetTask round trip through the handler.
 	TaskReader bool
+	// TaskStore is the a2a-go task store of the server (a2atasks beside the keys, say);
+	// nil: a2a-go's in-memory store.
+	TaskStore taskstore.Store
 	// Wrap, when set, is put in front of the whole server (card and endpoints),
 	// outside the kit's middleware if Index is set too.
 	Wrap func(http.Handler) http.Handler
@@ -99,7 +102,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Executor != nil {
 		exec = cfg.Executor
 	}
-	store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})
+	store := cfg.TaskStore
+	if store == nil {
+		store = taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})
+	}
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(store), a2asrv.WithLogger(log)}
 	if cfg.Index != nil {
 		aopts := adapter.Options{Logger: log}

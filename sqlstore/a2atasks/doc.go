@@ -96,6 +96,12 @@
 //     queue carries to the worker, and push-notification config storage shared by
 //     the replicas.
 //
+// The package's tests run two replicas in cluster mode, each with its own pool on one
+// database, over a2a-go's in-memory queue and manager shared in one process: a send
+// accepted by one replica is run by the other, and its retries on either get the
+// task from this store. With the middleware in front of a replica in cluster mode,
+// leave its SoleInstance option off: the execution of a send runs on another worker.
+//
 // Without cluster mode, each replica runs the executions it receives, and the shared
 // task store lets every replica read every task.
 package a2atasks

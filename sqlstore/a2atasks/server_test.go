@@ -94,23 +94,13 @@ func testServer(t *testing.T, open func(t testing.TB) testDB) {
 		}
 		return st
 	}
-	client := func(h http.Handler) *a2aclient.Client {
-		srv := httptest.NewServer(h)
-		t.Cleanup(srv.Close)
-		c, err := a2aclient.NewFromEndpoints(context.Background(),
-			[]*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	ctx := context.Background()
 	ag := &echoAgent{}
 	h, err := newServer(ag, newStore(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client(h)
+	c := jsonrpcClient(t, h)
 	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)
@@ -130,7 +120,7 @@ func testServer(t *testing.T, open func(t testing.TB) testDB) {
 
 	// A second server process on the same database, as after a restart or on another
 	// replica, reads the task the first one stored.
-	c2 := client(must(newServer(&echoAgent{}, newStore(), nil)))
+	c2 := jsonrpcClient(t, must(newServer(&echoAgent{}, newStore(), nil)))
 	again, err := c2.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 	if err != nil || mustJSON(t, again) != mustJSON(t, got) {
 		t.Fatalf("GetTask on a restarted server: %v, %v; want %v", again, err, got)
@@ -138,6 +128,20 @@ func testServer(t *testing.T, open func(t testing.TB) testDB) {
 	if n := ag.runs.Load(); n != 1 {
 		t.Errorf("the agent ran %d times, want 1", n)
 	}
+}
+
+// jsonrpcClient serves h, a JSON-RPC handler, until the test ends, and returns an
+// a2a-go client of it.
+func jsonrpcClient(t *testing.T, h http.Handler) *a2aclient.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := a2aclient.NewFromEndpoints(context.Background(),
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func must[T any](v T, err error) T {

@@ -47,3 +47,5 @@ func TestSQLiteStatementsPerKeyedSend(t *testing.T) {
 func TestSQLiteReplicaUpdates(t *testing.T) { testReplicaUpdates(t, openSQLite) }
 
 func TestSQLiteKeyConformance(t *testing.T) { runKeyConformance(t, openSQLite) }
+
+func TestSQLiteCluster(t *testing.T) { testCluster(t, openSQLite) }

@@ -39,7 +39,14 @@ type Server struct {
 	URL string
 	// Banner is what it printed before serving.
 	Banner []string
+
+	stop func()
 }
+
+// Stop stops the server as SIGINT does and waits until it has stopped; the test
+// fails unless run returned nil. Start stops it when the test ends, if it is still
+// running.
+func (s *Server) Stop() { s.stop() }
 
 // startTimeout bounds how long Start waits for a server to print its URLs. It is a
 // bound against hanging, not a measure of speed.
@@ -62,22 +69,26 @@ func Start(t *testing.T, run RunFunc, args ...string) *Server {
 		runErr = run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), &lineWriter{lines: lines}, &stderr)
 	}()
 	stoppedEarly := false
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-finished:
-			if runErr != nil && !stoppedEarly {
-				t.Errorf("the server returned %v after it was told to stop, want nil", runErr)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-finished:
+				if runErr != nil && !stoppedEarly {
+					t.Errorf("the server returned %v after it was told to stop, want nil", runErr)
+				}
+			case <-time.After(startTimeout):
+				t.Errorf("the server did not stop within %v of being told to", startTimeout)
 			}
-		case <-time.After(startTimeout):
-			t.Errorf("the server did not stop within %v of being told to", startTimeout)
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", stderr.String())
-		}
-	})
+			if t.Failed() {
+				t.Logf("server log:\n%s", stderr.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
 
-	srv := &Server{}
+	srv := &Server{stop: stop}
 	timeout := time.After(startTimeout)
 	for {
 		select {
@@ -297,6 +308,73 @@ func checkRefusal(t *testing.T, rep *retrydemo.Report) {
 	if rep.Refusal == nil || !strings.Contains(rep.Refusal.Error(), "already held") {
 		t.Errorf("the key reused for a different message got %v, want a refusal containing \"already held\"", rep.Refusal)
 	}
+}
+
+// CheckRestart checks that a server restarted on the same store answers a retry of
+// a send from before the restart with the send's task: it starts a server with
+// run and args (which name the store), sends a keyed message, waits until its task
+// has completed, stops the server and starts another on the same store, and
+// retries the send there. The retry must get the same task, completed, and the agent
+// must not run again.
+func CheckRestart(t *testing.T, run RunFunc, args ...string) {
+	t.Helper()
+	const key = "restart-key-0123456789abcdef"
+	body := KeyedSendBody("restart-message", key, "hello across a restart")
+	first := Start(t, run, args...)
+	var task struct {
+		Task struct {
+			ID     string `json:"id"`
+			Status struct {
+				State string `json:"state"`
+			} `json:"status"`
+			Artifacts []json.RawMessage `json:"artifacts"`
+		} `json:"task"`
+	}
+	read := func(srv *Server) {
+		t.Helper()
+		status, answer := Send(t, srv.URL+"/rest/message:send", body)
+		if err := json.Unmarshal([]byte(answer), &task); status != http.StatusOK || err != nil || task.Task.ID == "" {
+			t.Fatalf("keyed send: %d %s, want a task", status, answer)
+		}
+	}
+	read(first)
+	id := task.Task.ID
+	for deadline := time.Now().Add(startTimeout); task.Task.Status.State != "TASK_STATE_COMPLETED"; read(first) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s did not complete within %v: %s", id, startTimeout, task.Task.Status.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	runs := Runs(t, first)
+	first.Stop()
+
+	second := Start(t, run, args...)
+	read(second)
+	if task.Task.ID != id || task.Task.Status.State != "TASK_STATE_COMPLETED" || len(task.Task.Artifacts) != 1 {
+		t.Errorf("the retry after the restart got task %s in state %s with %d artifacts, want task %s completed with its artifact",
+			task.Task.ID, task.Task.Status.State, len(task.Task.Artifacts), id)
+	}
+	if n := Runs(t, second); n != runs {
+		t.Errorf("the agent's run count went from %d to %d across the restart and the retry, want no new run", runs, n)
+	}
+}
+
+// Runs reads the agent's run count (agent_runs, counted in the test's process) from
+// the server's /debug/vars.
+func Runs(t *testing.T, srv *Server) int64 {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/debug/vars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var vars struct {
+		Runs *int64 `json:"agent_runs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&vars); err != nil || vars.Runs == nil {
+		t.Fatalf("/debug/vars: %v, agent_runs %v", err, vars.Runs)
+	}
+	return *vars.Runs
 }
 
 // Send posts body to url and returns the response's status and body.

@@ -1,15 +1,12 @@
 package crashtest_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +31,7 @@ func TestCrash(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL is not available")
 	}
-	bin := build(t)
+	bin := testkit.BuildCommand(t, "github.com/a2akit/idempotency/internal/e2e/crashtest/crashserver")
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run("index="+kind, func(t *testing.T) {
 			var store, table string
@@ -66,76 +63,6 @@ func TestCrash(t *testing.T) {
 			crash(t, bin, store, table, trials, budget, clients)
 		})
 	}
-}
-
-// build builds the crash server into a temporary directory.
-func build(t *testing.T) string {
-	t.Helper()
-	// go test puts the go command of the running toolchain first on PATH.
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build the crash server: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "crashserver")
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/a2akit/idempotency/internal/e2e/crashtest/crashserver")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// server is one crash server process.
-type server struct {
-	cmd    *exec.Cmd
-	url    string
-	exited chan struct{}
-}
-
-// start starts the crash server and waits until it listens.
-func start(t *testing.T, bin string, args []string, logs *os.File) *server {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, exited: make(chan struct{})}
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			listening <- strings.TrimPrefix(sc.Text(), "listening ")
-		}
-		close(listening)
-		for sc.Scan() {
-		}
-	}()
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	select {
-	case url, ok := <-listening:
-		if !ok || !strings.HasPrefix(url, "http://") {
-			s.kill()
-			t.Fatalf("crash server did not start (see %s)", logs.Name())
-		}
-		s.url = url
-	case <-time.After(30 * time.Second):
-		s.kill()
-		t.Fatal("crash server did not start within 30s")
-	}
-	return s
-}
-
-// kill kills the server with SIGKILL and waits until it is gone.
-func (s *server) kill() {
-	s.cmd.Process.Kill()
-	<-s.exited
 }
 
 // current is the server the clients send to, replaced after each kill.
@@ -181,9 +108,8 @@ func crash(t *testing.T, bin, store, table string, trials int, budget time.Durat
 	if table != "" {
 		args = append(args, "-table", table)
 	}
-	srv := start(t, bin, args, logs)
-	defer func() { srv.kill() }()
-	cur := &current{url: srv.url}
+	srv := testkit.StartCommand(t, bin, logs, args...)
+	cur := &current{url: srv.URL}
 
 	var all []*outcome
 	var kills int
@@ -205,24 +131,18 @@ func crash(t *testing.T, bin, store, table string, trials int, budget time.Durat
 		// Kill at a random point: before, during or after the sends' claims, binds,
 		// runs and answers.
 		time.Sleep(rand.N(60 * time.Millisecond))
-		srv.kill()
+		srv.Kill()
 		kills++
-		srv = start(t, bin, args, logs)
-		cur.set(srv.url)
+		srv = testkit.StartCommand(t, bin, logs, args...)
+		cur.set(srv.URL)
 		wg.Wait()
 		all = append(all, outs...)
 	}
 
 	// The run log: one line per run, written before the agent did anything.
-	data, err := os.ReadFile(runsPath)
+	runs, _, err := testkit.ReadRunFile(runsPath)
 	if err != nil {
 		t.Fatal(err)
-	}
-	runs := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line != "" {
-			runs[line]++
-		}
 	}
 	kinds := map[string]int{}
 	inFlight, lostBeforeRun := 0, 0

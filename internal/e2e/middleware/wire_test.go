@@ -368,8 +368,13 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 		}
 	}
 	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight)
-	if logs := h.logs.String(); !strings.Contains(logs, "could not learn what a keyed send produced") {
+	logs := h.logs.String()
+	if !strings.Contains(logs, "could not learn what a keyed send produced") {
 		t.Fatalf("logs %q do not explain the pending key", logs)
+	}
+	// The log shows the real time left on the lease, not the capped Retry-After.
+	if !strings.Contains(logs, "lease_left=59m59") || !strings.Contains(logs, "retry_after=10s") {
+		t.Fatalf("logs %q do not show the lease left (about 1h) and the Retry-After (10s) of the 409", logs)
 	}
 }
 

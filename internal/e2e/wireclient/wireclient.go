@@ -177,6 +177,9 @@ type Answer struct {
 	Status int
 	// TaskID is the task a Task answer names.
 	TaskID string
+	// State is the task's state in a Task answer (TASK_STATE_WORKING, say), when the
+	// answer, or a stream's first event, carries the task or a status update.
+	State string
 	// MessageID is the id of a Message answer.
 	MessageID string
 	// Code, Reason and ErrMessage describe an error answer: the JSON-RPC error code or
@@ -310,17 +313,23 @@ type wireAnswer struct {
 
 type streamResponse struct {
 	Task *struct {
-		ID string `json:"id"`
+		ID     string     `json:"id"`
+		Status wireStatus `json:"status"`
 	} `json:"task"`
 	Message *struct {
 		MessageID string `json:"messageId"`
 	} `json:"message"`
 	StatusUpdate *struct {
-		TaskID string `json:"taskId"`
+		TaskID string     `json:"taskId"`
+		Status wireStatus `json:"status"`
 	} `json:"statusUpdate"`
 	ArtifactUpdate *struct {
 		TaskID string `json:"taskId"`
 	} `json:"artifactUpdate"`
+}
+
+type wireStatus struct {
+	State string `json:"state"`
 }
 
 type wireError struct {
@@ -386,11 +395,11 @@ func classify(a *Answer, b Binding, body []byte) {
 	}
 	switch {
 	case r.Task != nil && r.Task.ID != "":
-		a.Kind, a.TaskID = Task, r.Task.ID
+		a.Kind, a.TaskID, a.State = Task, r.Task.ID, r.Task.Status.State
 	case r.Message != nil:
 		a.Kind, a.MessageID = Message, r.Message.MessageID
 	case r.StatusUpdate != nil && r.StatusUpdate.TaskID != "":
-		a.Kind, a.TaskID = Task, r.StatusUpdate.TaskID
+		a.Kind, a.TaskID, a.State = Task, r.StatusUpdate.TaskID, r.StatusUpdate.Status.State
 	case r.ArtifactUpdate != nil && r.ArtifactUpdate.TaskID != "":
 		a.Kind, a.TaskID = Task, r.ArtifactUpdate.TaskID
 	}

@@ -14,12 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
@@ -45,38 +42,26 @@ func run() error {
 		return fmt.Errorf("-store and -runs are required")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runs, err := os.OpenFile(*runsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	onRun, err := testkit.RunFile(*runsPath, "")
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	ix, err := testkit.Open(ctx, *store, *table, 16)
+	ix, err := testkit.Open(context.Background(), *store, *table, 16)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	base := "http://" + ln.Addr().String()
 	agent := testkit.Echo(*delay)
-	agent.OnRun = func(_ context.Context, ec *a2asrv.ExecutorContext) {
-		// One write(2) of a short line on an O_APPEND file: whole, and in the page
-		// cache (which outlives the process) before the agent goes on.
-		if _, err := runs.Write([]byte(ec.Message.ID + "\n")); err != nil {
-			logger.Error("recording a run", "error", err)
-			os.Exit(3)
+	agent.OnRun = onRun
+	return testkit.ServeCommand(*addr, func(base string) (http.Handler, error) {
+		srv, err := testkit.New(testkit.Config{Agent: agent,
+			Index:      ix,
+			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, Logger: logger},
+			BaseURL:    base,
+			Logger:     logger,
+		})
+		if err != nil {
+			return nil, err
 		}
-	}
-	srv, err := testkit.New(testkit.Config{Agent: agent,
-		Index:      ix,
-		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, Logger: logger},
-		BaseURL:    base,
-		Logger:     logger,
+		return srv.Handler, nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening %s\n", base)
-	return (&http.Server{Handler: srv.Handler, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 }
