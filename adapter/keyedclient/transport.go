@@ -208,6 +208,9 @@ func (t *Transport) wait(ctx context.Context, key string, attempt int, err error
 // ambiguous reports whether err leaves open whether the send reached the agent, so that
 // a keyed send is retried, and the Retry-After that came with it.
 func ambiguous(err error) (retryAfter time.Duration, ok bool) {
+	if re, isRetryable := errors.AsType[*RetryableError](err); isRetryable {
+		return re.RetryAfter, true
+	}
 	if se, isStatus := errors.AsType[*StatusError](err); isStatus {
 		return se.RetryAfter, true
 	}
