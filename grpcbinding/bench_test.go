@@ -1,0 +1,119 @@
+package grpcbinding
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
+	"github.com/a2akit/idempotency"
+)
+
+// BenchmarkGRPC compares the throughput of sends over gRPC to a2a-go's gRPC server
+// (the echo agent, a2a-go's in-memory task store) with and without the kit's
+// interceptors, 8 sends in flight, over a TCP loopback connection. Each side sends
+// b.N/10 sends in each of ten alternating rounds, and the benchmark reports the
+// throughput ratios of the same run:
+//
+//   - unkeyed/bare: unkeyed sends through the interceptors, against the bare server;
+//   - keyed/bare: keyed first sends through the interceptors (memstore), against
+//     unkeyed sends to the bare server (SPEC §5's "keyed first sends");
+//   - keyed/bare-keyed: the same keyed sends, against the bare server fed the same
+//     keyed messages (the kit's own cost).
+//
+// The client is the generated gRPC client, so that its cost is small and the same on
+// every side. Every send has a fresh messageId and key.
+func BenchmarkGRPC(b *testing.B) {
+	for _, streaming := range []bool{false, true} {
+		name := "unary"
+		if streaming {
+			name = "stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			bare := startServer(b, serverConfig{}).raw(b)
+			kit := startServer(b, serverConfig{keyed: true}).raw(b)
+			sides := []struct {
+				name   string
+				client a2apb.A2AServiceClient
+				keyed  bool
+			}{{"bare", bare, false}, {"bare-keyed", bare, true}, {"unkeyed", kit, false}, {"keyed", kit, true}}
+			elapsed := make([]time.Duration, len(sides))
+			const rounds = 10
+			per := max(b.N/rounds, 1)
+			b.ResetTimer()
+			for range rounds {
+				for i, s := range sides {
+					elapsed[i] += sendMany(b, s.client, per, s.keyed, streaming)
+				}
+			}
+			b.StopTimer()
+			ratio := func(base, side int) float64 { return float64(elapsed[base]) / float64(elapsed[side]) }
+			b.ReportMetric(ratio(0, 2), "unkeyed/bare")
+			b.ReportMetric(ratio(0, 3), "keyed/bare")
+			b.ReportMetric(ratio(1, 3), "keyed/bare-keyed")
+			b.ReportMetric(0, "ns/op") // the sides' times are in the ratios
+		})
+	}
+}
+
+// sendMany sends n sends to c, 8 at a time, and returns how long they took.
+func sendMany(b *testing.B, c a2apb.A2AServiceClient, n int, keyed, streaming bool) time.Duration {
+	b.Helper()
+	const inFlight = 8
+	reqs := make([]*a2apb.SendMessageRequest, n)
+	for i := range reqs {
+		req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))}
+		if keyed {
+			req = keyedRequest(b, idempotency.NewKey())
+		}
+		reqs[i] = rawRequest(b, req)
+	}
+	next := make(chan *a2apb.SendMessageRequest, n)
+	for _, r := range reqs {
+		next <- r
+	}
+	close(next)
+	errs := make(chan error, inFlight)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range inFlight {
+		wg.Go(func() {
+			for req := range next {
+				if err := sendOne(c, req, streaming); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return d
+}
+
+func sendOne(c a2apb.A2AServiceClient, req *a2apb.SendMessageRequest, streaming bool) error {
+	ctx := context.Background()
+	if !streaming {
+		_, err := c.SendMessage(ctx, req)
+		return err
+	}
+	stream, err := c.SendStreamingMessage(ctx, req)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
