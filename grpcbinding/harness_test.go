@@ -110,6 +110,11 @@ type serverConfig struct {
 	opts  Options
 	// noIndex makes the kit's index nil: it cannot honour keys.
 	noIndex bool
+	// noAdapter serves the agent without the adapter, as a server the kit cannot see
+	// inside.
+	noAdapter bool
+	// readStore sets opts.Tasks to an adapter.TaskReader over the handler's store.
+	readStore bool
 }
 
 // server is one a2a-go request handler served over gRPC (a2agrpc, on a TCP loopback
@@ -131,9 +136,17 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		cfg.index = newIndex()
 	}
 	store := taskstore.NewInMemory(nil)
-	handler := a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
-		a2asrv.WithTaskStore(store),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	var handler a2asrv.RequestHandler
+	if cfg.noAdapter {
+		handler = a2asrv.NewHandler(cfg.agent, a2asrv.WithTaskStore(store))
+	} else {
+		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
+			a2asrv.WithTaskStore(store),
+			a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	}
+	if cfg.readStore {
+		cfg.opts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})
+	}
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

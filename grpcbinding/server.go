@@ -242,6 +242,7 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 		}
 		return res, err
 	}
+	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
 	reply, task, r := x.replay(step)
 	if r != nil {
 		return nil, x.refuse(r)
@@ -273,20 +274,15 @@ func (x *call) stream(srv any, handler grpc.StreamHandler) error {
 		return err
 	}
 	x.header()
-	rec := step.Record
-	if rec.Reply != nil {
-		reply, err := fromJSON[a2apb.Message](rec.Reply)
-		if err != nil {
-			return x.refuse(x.i.sends.Unanswerable(err))
+	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
+	if step.Record.Reply == nil {
+		// Attach to the task's live events, as SubscribeToTask gives them; a task that
+		// has finished (a2a-go then refuses the subscription) is answered alone.
+		sub := &subscribeStream{ServerStream: x.ss, x: x}
+		err := x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: step.Record.TaskID}, sub)
+		if sub.sent || x.ctx.Err() != nil {
+			return err
 		}
-		return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Message{Message: reply}})
-	}
-	// Attach to the task's live events, as SubscribeToTask gives them; a task that
-	// has finished (a2a-go then refuses the subscription) is answered alone.
-	sub := &subscribeStream{ServerStream: x.ss, x: x}
-	err := x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: rec.TaskID}, sub)
-	if sub.sent || x.ctx.Err() != nil {
-		return err
 	}
 	reply, task, r := x.replay(step)
 	if r != nil {

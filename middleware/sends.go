@@ -20,7 +20,8 @@ import (
 // gets says what to do: answer a [Refusal] in the binding's own shape, run the send in
 // [Step.Forward] and then call [Sends.Settle] with what it produced, or replay the
 // first attempt from [Step.Record] (its Message reply, or its task read through
-// [Sends.ReadTask]). The Sends logs and reports every outcome to Options.Observe.
+// [Sends.ReadTask]). The Sends logs every outcome and reports it to Options.Observe,
+// except a replay's, which the binding reports with [Sends.Observe] once it answered.
 type Sends struct{ m *middleware }
 
 // NewSends returns the keyed-send logic for index, configured and validated as [New]
@@ -153,22 +154,28 @@ func (s *Sends) Settle(ctx context.Context, send *Send, step *Step, p Produced) 
 	return nil
 }
 
-// ReadTask reads the task of a replay's record with read, as the HTTP middleware reads
-// it: a task that is not found while the first attempt may still be running (its
-// claim is younger than the lease) is read again until ReplayWait ends and then
-// answered as in flight, and a Message reply recorded meanwhile is returned instead.
-// read returns nil when it found the task (the caller keeps it), an error wrapping
-// [ErrTaskNotFound] when the task does not exist, or another error when it could not
-// be read. ReadTask returns the Message reply to answer, or a refusal, or neither when
-// read found the task. It reports the send as replayed unless it refuses it.
+// ReadTask reads what a replay answers: the Message reply of the step's record, or
+// else its task, read with read as the HTTP middleware reads it: a task that is not
+// found while the first attempt may still be running (its claim is younger than the
+// lease) is read again until ReplayWait ends and then answered as in flight, and a
+// Message reply recorded meanwhile is returned instead. read returns nil when it
+// found the task (the caller keeps it), an error wrapping [ErrTaskNotFound] when the
+// task does not exist, or another error when it could not be read. ReadTask returns
+// the Message reply to answer, or a refusal, or neither when read found the task.
 func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(ctx context.Context, taskID string) error) ([]byte, *Refusal) {
-	c := s.m.core
-	reply, f := c.awaitTask(ctx, send, step.Record, func() *failure {
+	if step.Record.Reply != nil {
+		return step.Record.Reply, nil
+	}
+	reply, f := s.m.core.awaitTask(ctx, send, step.Record, func() *failure {
 		return taskSourceFailure(read(ctx, step.Record.TaskID))
 	}, nil)
-	c.observeSend(send, OutcomeReplayed)
 	return reply, refusalOf(f, true)
 }
+
+// Observe reports outcome o of send to Options.Observe: [OutcomeReplayed] when the
+// binding answered a replay (whatever the answer); the Sends reports every other
+// outcome itself.
+func (s *Sends) Observe(send *Send, o Outcome) { s.m.core.observeSend(send, o) }
 
 // Unanswerable returns the refusal for a replay whose task or reply the binding could
 // not frame (err says why, and is passed on: it must not carry internal text).
