@@ -171,7 +171,10 @@ func TestRetryableOnlyForRetriedSends(t *testing.T) {
 	// The interceptor acts only on the attempts keyedclient may retry.
 	called := 0
 	err := UnaryClientInterceptor()(context.Background(), "/m", nil, nil, nil,
-		func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { called++; return unavailable })
+		func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			called++
+			return unavailable
+		})
 	if err != unavailable || called != 1 {
 		t.Fatalf("outside a keyed send: %v, want the status unchanged", err)
 	}

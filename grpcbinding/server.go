@@ -498,5 +498,5 @@ func (s *subscribeStream) Send(ev *a2apb.StreamResponse) error {
 
 // SetHeader and SendHeader keep the subscription's own metadata out of the answer,
 // which has its headers already.
-func (s *subscribeStream) SetHeader(metadata.MD) error { return nil }
+func (s *subscribeStream) SetHeader(metadata.MD) error  { return nil }
 func (s *subscribeStream) SendHeader(metadata.MD) error { return nil }
