@@ -35,8 +35,9 @@ import (
 // They replace a2a-go's default JSON-RPC and HTTP+JSON transports, so put them after
 // any a2aclient.WithJSONRPCTransport or WithRESTTransport option (or, better, drop
 // those and set [Options.HTTPClient]): a later option of that kind would replace them
-// in turn, and sends would silently go unretried. Other bindings (gRPC) are not
-// covered.
+// in turn, and sends would silently go unretried. For the gRPC binding, add
+// WithKeyedTransport of the module github.com/a2akit/idempotency/grpcbinding, which
+// keeps gRPC out of this module.
 func FactoryOptions(opts Options) []a2aclient.FactoryOption {
 	hc := &http.Client{Timeout: DefaultRequestTimeout}
 	if opts.HTTPClient != nil {
