@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -63,17 +64,28 @@ func (s *cutStream) SendMsg(m any) error {
 	return s.ServerStream.SendMsg(m)
 }
 
-func keyedClientOptions() keyedclient.Options {
-	return keyedclient.Options{PeerHonoursKeys: true, Retry: keyedclient.RetryPolicy{InitialDelay: 10 * time.Millisecond}}
+// keyedClient returns an a2a-go client of s over gRPC through WithKeyedTransport,
+// which retries quickly (with opts, when given), with dialOpts added.
+func keyedClient(t *testing.T, s *server, opts *keyedclient.Options, dialOpts ...grpc.DialOption) *a2aclient.Client {
+	t.Helper()
+	kopts := keyedclient.Options{PeerHonoursKeys: true, Retry: keyedclient.RetryPolicy{InitialDelay: 10 * time.Millisecond}}
+	if opts != nil {
+		kopts = *opts
+	}
+	dialOpts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
+	return s.client(t, a2a.TransportProtocolGRPC, WithKeyedTransport(kopts, dialOpts...))
+}
+
+// unkeyedRequest returns a send of a fresh message without a key.
+func unkeyedRequest() *a2a.SendMessageRequest {
+	return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
 }
 
 func TestKeyedClientRetriesLostAnswer(t *testing.T) {
 	var sends atomic.Int64
 	s := startServer(t, serverConfig{keyed: true, grpcOptions: loseFirst(&sends)})
-	c := s.client(t, a2a.TransportProtocolGRPC,
-		WithKeyedTransport(keyedClientOptions(), grpc.WithTransportCredentials(insecure.NewCredentials())))
-	// No key on the message: the keyed transport attaches one.
-	req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+	c := keyedClient(t, s, nil)
+	req := unkeyedRequest() // the keyed transport attaches a key
 	task := taskOf(t)(c.SendMessage(context.Background(), req))
 	if sends.Load() != 2 {
 		t.Fatalf("%d attempts reached the server, want 2", sends.Load())
@@ -90,9 +102,8 @@ func TestKeyedClientRetriesLostAnswer(t *testing.T) {
 func TestKeyedClientRetriesCutStream(t *testing.T) {
 	var sends atomic.Int64
 	s := startServer(t, serverConfig{keyed: true, grpcOptions: loseFirst(&sends)})
-	c := s.client(t, a2a.TransportProtocolGRPC,
-		WithKeyedTransport(keyedClientOptions(), grpc.WithTransportCredentials(insecure.NewCredentials())))
-	req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+	c := keyedClient(t, s, nil)
+	req := unkeyedRequest()
 	var last a2a.Event
 	for ev, err := range c.SendStreamingMessage(context.Background(), req) {
 		if err != nil {
@@ -118,8 +129,7 @@ func TestKeyedClientRefusalNotRetried(t *testing.T) {
 		sends.Add(1)
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
-	c := s.client(t, a2a.TransportProtocolGRPC,
-		WithKeyedTransport(keyedClientOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), counting))
+	c := keyedClient(t, s, nil, counting)
 	key := idempotency.NewKey()
 	taskOf(t)(c.SendMessage(context.Background(), keyedRequest(t, key)))
 	_, err := c.SendMessage(context.Background(), keyedRequest(t, key))
@@ -142,10 +152,9 @@ func TestKeyedClientUnavailableRetried(t *testing.T) {
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
-	opts := keyedClientOptions()
-	opts.Retry.MaxDelay = 50 * time.Millisecond // caps the server's Retry-After
-	c := s.client(t, a2a.TransportProtocolGRPC,
-		WithKeyedTransport(opts, grpc.WithTransportCredentials(insecure.NewCredentials()), counting))
+	// MaxDelay caps the server's Retry-After.
+	opts := keyedclient.Options{PeerHonoursKeys: true, Retry: keyedclient.RetryPolicy{InitialDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}}
+	c := keyedClient(t, s, &opts, counting)
 	taskOf(t)(c.SendMessage(context.Background(), keyedRequest(t, idempotency.NewKey())))
 	if sends.Load() != 2 {
 		t.Fatalf("%d sends, want 2", sends.Load())

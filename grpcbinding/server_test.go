@@ -178,7 +178,7 @@ func TestCannotHonourKeys(t *testing.T) {
 	wantStatus(t, err, codes.FailedPrecondition, "UNSUPPORTED_OPERATION", "cannot honour")
 	wantRuns(t, s, 0)
 	// An unkeyed send is unaffected.
-	taskOf(t)(c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
+	taskOf(t)(c.SendMessage(context.Background(), unkeyedRequest()))
 	wantRuns(t, s, 1)
 }
 
@@ -430,7 +430,7 @@ func TestCrossBindingMessageReply(t *testing.T) {
 func TestUnkeyedPassesThrough(t *testing.T) {
 	s := startServer(t, serverConfig{keyed: true})
 	c := s.client(t, a2a.TransportProtocolGRPC)
-	req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+	req := unkeyedRequest()
 	taskOf(t)(c.SendMessage(context.Background(), req))
 	taskOf(t)(c.SendMessage(context.Background(), req))
 	wantRuns(t, s, 2)
