@@ -3,7 +3,9 @@ package grpcbinding
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -223,12 +226,39 @@ func TestFailingIndexUnavailable(t *testing.T) {
 	}
 }
 
+// TestConcurrentIdenticalSends sends 64 identical keyed sends at once, half of them
+// streaming, while the agent is held: the agent runs once, and every answer names
+// its task. IDEMPOTENCY_LONG=1 does it for 100 keys.
 func TestConcurrentIdenticalSends(t *testing.T) {
+	keys := 1
+	if os.Getenv("IDEMPOTENCY_LONG") == "1" {
+		keys = 100
+	}
 	hold := make(chan struct{})
 	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold}})
 	c := s.client(t, a2a.TransportProtocolGRPC)
-	req := keyedRequest(t, idempotency.NewKey())
-	const n = 64
+	go func() {
+		for range time.Tick(50 * time.Millisecond) {
+			select {
+			case hold <- struct{}{}: // let one run go on now and then
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	for k := range keys {
+		if id, err := sendConcurrently(c, keyedRequest(t, idempotency.NewKey()), 64); err != nil {
+			t.Fatalf("key %d: %v", k, err)
+		} else if id == "" {
+			t.Fatalf("key %d: no task", k)
+		}
+		wantRuns(t, s, int64(k+1))
+	}
+}
+
+// sendConcurrently sends n copies of req at once, the odd ones streaming, and
+// returns the one task all the answers name, or an error.
+func sendConcurrently(c *a2aclient.Client, req *a2a.SendMessageRequest, n int) (a2a.TaskID, error) {
 	ids := make(chan a2a.TaskID, n)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -257,15 +287,11 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 			ids <- res.(*a2a.Task).ID
 		})
 	}
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		close(hold)
-	}()
 	wg.Wait()
 	close(ids)
 	close(errs)
-	for err := range errs {
-		t.Errorf("send: %v", err)
+	if err := <-errs; err != nil {
+		return "", err
 	}
 	var first a2a.TaskID
 	for id := range ids {
@@ -273,10 +299,10 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 			first = id
 		}
 		if id != first {
-			t.Fatalf("answers name tasks %s and %s, want one task", first, id)
+			return "", fmt.Errorf("answers name tasks %s and %s, want one task", first, id)
 		}
 	}
-	wantRuns(t, s, 1)
+	return first, nil
 }
 
 func TestStreamingRetryAttachesLive(t *testing.T) {
