@@ -76,7 +76,24 @@ func TestRetryGetsSameTask(t *testing.T) {
 	if !slices.Contains(header.Get("a2a-extensions"), idempotency.ExtensionURI) {
 		t.Fatalf("first send header a2a-extensions = %q, want the extension", header.Get("a2a-extensions"))
 	}
-	wantRuns(t, s, 2)
+	// And on streams: a first send's and a replay's.
+	for _, r := range []*a2a.SendMessageRequest{keyedRequest(t, idempotency.NewKey()), req} {
+		stream, err := s.raw(t).SendStreamingMessage(context.Background(), rawRequest(t, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, err = stream.Header()
+		if err != nil || !slices.Contains(header.Get("a2a-extensions"), idempotency.ExtensionURI) {
+			t.Fatalf("stream header a2a-extensions = %q (%v), want the extension", header.Get("a2a-extensions"), err)
+		}
+		for err == nil {
+			_, err = stream.Recv()
+		}
+		if err != io.EOF {
+			t.Fatal(err)
+		}
+	}
+	wantRuns(t, s, 3)
 }
 
 func TestRetryHistoryLength(t *testing.T) {
