@@ -503,3 +503,33 @@ func waitFor(t testing.TB, cond func() bool) {
 		}
 	}
 }
+
+// A retry over gRPC while the first attempt, made over JSON-RPC, is still running
+// meets its claim and gets the running task.
+func TestCrossBindingRetryWhileRunning(t *testing.T) {
+	hold := make(chan struct{})
+	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold}})
+	req := keyedRequest(t, idempotency.NewKey())
+	firstDone := make(chan a2a.TaskID, 1)
+	jsonrpc := s.client(t, a2a.TransportProtocolJSONRPC)
+	go func() {
+		var id a2a.TaskID
+		for ev, err := range jsonrpc.SendStreamingMessage(context.Background(), req) {
+			if task, ok := ev.(*a2a.Task); ok && err == nil && id == "" {
+				id = task.ID
+			}
+		}
+		firstDone <- id
+	}()
+	waitFor(t, func() bool { return s.agent.runs.Load() == 1 })
+	retry := *req
+	task := taskOf(t)(s.client(t, a2a.TransportProtocolGRPC).SendMessage(context.Background(), &retry))
+	if task.Status.State.Terminal() {
+		t.Fatalf("the retry got the task %s, want it still running", task.Status.State)
+	}
+	close(hold)
+	if id := <-firstDone; id != task.ID {
+		t.Fatalf("the retry got task %s, the first attempt %s", task.ID, id)
+	}
+	wantRuns(t, s, 1)
+}
