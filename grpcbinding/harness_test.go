@@ -115,6 +115,8 @@ type serverConfig struct {
 	noAdapter bool
 	// readStore sets opts.Tasks to an adapter.TaskReader over the handler's store.
 	readStore bool
+	// interceptors are a2a-go call interceptors of the handler (its authorization).
+	interceptors []a2asrv.CallInterceptor
 }
 
 // server is one a2a-go request handler served over gRPC (a2agrpc, on a TCP loopback
@@ -142,7 +144,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	} else {
 		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
 			a2asrv.WithTaskStore(store),
-			a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(adapter.Options{}))...))
 	}
 	if cfg.readStore {
 		cfg.opts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})

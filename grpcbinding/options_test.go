@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
@@ -125,4 +126,39 @@ func TestServerWithoutAdapter(t *testing.T) {
 		}
 		wantRuns(t, s, 1)
 	}
+}
+
+// readersOnly is an a2a-go call interceptor standing for a server's authorization:
+// only callers with x-reader metadata may read tasks.
+type readersOnly struct{}
+
+func (readersOnly) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	if _, ok := cc.ServiceParams().Get("x-reader"); cc.Method() == "GetTask" && !ok {
+		return ctx, nil, a2a.ErrUnauthorized
+	}
+	return ctx, nil, nil
+}
+
+func (readersOnly) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
+
+// A replay reads the task through the service with the retry's own metadata, so the
+// server's authorization applies to it, and its refusal is relayed as it is.
+func TestReplayAuthorizedByService(t *testing.T) {
+	s := startServer(t, serverConfig{keyed: true, interceptors: []a2asrv.CallInterceptor{readersOnly{}}})
+	raw := s.raw(t)
+	req := rawRequest(t, keyedRequest(t, idempotency.NewKey()))
+	reader := metadata.AppendToOutgoingContext(context.Background(), "x-reader", "yes")
+	first, err := raw.SendMessage(reader, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := raw.SendMessage(reader, req)
+	if err != nil || retry.GetTask().GetId() != first.GetTask().GetId() {
+		t.Fatalf("a reader's retry: %v, %v; want task %s", retry, err, first.GetTask().GetId())
+	}
+	_, err = raw.SendMessage(context.Background(), req)
+	if g := statusOf(t, err); g.code != codes.PermissionDenied {
+		t.Fatalf("a retry by a caller who may not read the task: %v (%s), want the service's PERMISSION_DENIED", g.code, g.message)
+	}
+	wantRuns(t, s, 1)
 }

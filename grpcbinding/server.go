@@ -243,9 +243,9 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 		return res, err
 	}
 	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
-	reply, task, r := x.replay(step)
-	if r != nil {
-		return nil, x.refuse(r)
+	reply, task, err := x.replay(step)
+	if err != nil {
+		return nil, err
 	}
 	x.header()
 	if reply != nil {
@@ -284,9 +284,9 @@ func (x *call) stream(srv any, handler grpc.StreamHandler) error {
 			return err
 		}
 	}
-	reply, task, r := x.replay(step)
-	if r != nil {
-		return x.refuse(r)
+	reply, task, err := x.replay(step)
+	if err != nil {
+		return err
 	}
 	if reply != nil {
 		return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Message{Message: reply}})
@@ -315,25 +315,40 @@ func (x *call) produced(task *a2apb.Task, su *a2apb.TaskStatusUpdateEvent, au *a
 
 // replay reads what the first attempt produced: its Message reply, or its task as it
 // is now, with the retry's historyLength applied.
-func (x *call) replay(step *middleware.Step) (*a2apb.Message, *a2apb.Task, *middleware.Refusal) {
+//
+// The error is the status to answer: a refusal, or the service's own answer to the
+// task read (PERMISSION_DENIED from its authorization, say), relayed as it is, as the
+// HTTP bindings relay the wrapped handler's.
+func (x *call) replay(step *middleware.Step) (*a2apb.Message, *a2apb.Task, error) {
 	var task *a2apb.Task
+	var relayed *serviceError
 	reply, r := x.i.sends.ReadTask(x.ctx, &x.send, step, func(ctx context.Context, taskID string) error {
 		t, err := x.readTask(ctx, taskID)
 		task = t
+		if se, ok := err.(*serviceError); ok {
+			relayed = se
+		}
 		return err
 	})
-	if r != nil {
-		return nil, nil, r
-	}
-	if reply != nil {
+	switch {
+	case relayed != nil && r != nil:
+		return nil, nil, relayed.status
+	case r != nil:
+		return nil, nil, x.refuse(r)
+	case reply != nil:
 		msg, err := fromJSON[a2apb.Message](reply)
 		if err != nil {
-			return nil, nil, x.i.sends.Unanswerable(err)
+			return nil, nil, x.refuse(x.i.sends.Unanswerable(err))
 		}
 		return msg, nil, nil
 	}
 	return nil, shapeHistory(task, x.history), nil
 }
+
+// serviceError is the service's answer to a task read other than NOT_FOUND.
+type serviceError struct{ status error }
+
+func (e *serviceError) Error() string { return "GetTask: " + status.Convert(e.status).Message() }
 
 // readTask reads task taskID through Options.Tasks, or through the service's GetTask
 // with the retry's own context. A task the service does not have returns an error
@@ -351,7 +366,7 @@ func (x *call) readTask(ctx context.Context, taskID string) (*a2apb.Task, error)
 		return nil, fmt.Errorf("%w: %s", middleware.ErrTaskNotFound, status.Convert(err).Message())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("GetTask: %s", status.Convert(err).Message())
+		return nil, &serviceError{status: err}
 	}
 	return task, nil
 }
