@@ -2,6 +2,7 @@ package grpcbinding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -150,42 +150,102 @@ func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
 		if info.FullMethod != a2apb.A2AService_SendStreamingMessage_FullMethodName || !isA2A {
 			return handler(srv, ss)
 		}
-		// The request is read here, to decide before the service runs, and handed to
-		// the service's own read.
-		in := new(a2apb.SendMessageRequest)
-		if err := ss.RecvMsg(in); err != nil {
-			return err
-		}
-		rs := &readStream{ServerStream: ss, req: in}
-		x, keyed := i.newCall(ss.Context(), in, info.FullMethod, svc, true)
-		if !keyed {
-			return handler(srv, rs)
-		}
-		x.ss = rs
-		return x.stream(srv, handler)
+		ks := &keyedStream{ServerStream: ss, i: i, svc: svc, method: info.FullMethod}
+		return ks.finish(handler(srv, ks))
 	}
 }
 
-// readStream is a server stream whose request was read already: the service's read
-// gets it.
-type readStream struct {
+// keyedStream is the stream of a SendStreamingMessage. The service's read of the
+// request decides: an unkeyed send goes on untouched (the request is read once, into
+// the service's own message); a keyed one is refused there (the read fails with the
+// refusal's status), replayed there (the read fails with errAnswered, which finish
+// turns back into the replay's own end), or forwarded, with the claim in Context and
+// its first event held back by SendMsg until the key is bound to it.
+type keyedStream struct {
 	grpc.ServerStream
-	req  *a2apb.SendMessageRequest
-	read bool
+	i      *Interceptors
+	svc    a2apb.A2AServiceServer
+	method string
+
+	read     bool
+	x        *call            // a keyed send
+	step     *middleware.Step // a forwarded keyed send
+	settled  bool             // the forwarded send was settled
+	answered error            // the end of a replay
 }
 
-func (s *readStream) RecvMsg(m any) error {
+// errAnswered ends the service's run of a send the interceptor answered itself.
+var errAnswered = errors.New("grpcbinding: answered by the interceptor")
+
+func (s *keyedStream) RecvMsg(m any) error {
 	if s.read {
 		return s.ServerStream.RecvMsg(m)
 	}
 	s.read = true
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return status.Errorf(codes.Internal, "grpcbinding: the service reads a %T", m)
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
 	}
-	proto.Reset(pm)
-	proto.Merge(pm, s.req)
-	return nil
+	in, ok := m.(*a2apb.SendMessageRequest)
+	if !ok {
+		return nil
+	}
+	x, keyed := s.i.newCall(s.ServerStream.Context(), in, s.method, s.svc, true)
+	if !keyed {
+		return nil
+	}
+	x.ss = s.ServerStream
+	s.x = x
+	step := x.begin()
+	switch {
+	case step.Refusal != nil:
+		return x.refuse(step.Refusal)
+	case step.Gone:
+		return status.FromContextError(x.ctx.Err()).Err()
+	case step.Forward != nil:
+		x.header()
+		s.step = step
+		return nil
+	}
+	s.answered = x.replayStream(step)
+	return errAnswered
+}
+
+// Context returns the call's context, with the claim of a forwarded send.
+func (s *keyedStream) Context() context.Context {
+	if s.step != nil {
+		return s.step.Forward
+	}
+	return s.ServerStream.Context()
+}
+
+// SendMsg settles a forwarded send on its first event, before the event goes out.
+func (s *keyedStream) SendMsg(m any) error {
+	if s.step != nil && !s.settled {
+		s.settled = true
+		p := middleware.Produced{}
+		if ev, ok := m.(*a2apb.StreamResponse); ok {
+			p = s.x.produced(ev.GetTask(), ev.GetStatusUpdate(), ev.GetArtifactUpdate(), ev.GetMessage())
+		}
+		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, p); r != nil {
+			return s.x.refuse(r)
+		}
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// finish returns the status the call ends with, given the service's err: a replay's
+// own end, or err, after settling a forwarded send that produced no event.
+func (s *keyedStream) finish(err error) error {
+	if errors.Is(err, errAnswered) {
+		return s.answered
+	}
+	if s.step != nil && !s.settled {
+		s.settled = true
+		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, middleware.Produced{Failed: err != nil}); r != nil {
+			return s.x.refuse(r)
+		}
+	}
+	return err
 }
 
 // call is one keyed send on its way through the interceptors.
@@ -196,7 +256,7 @@ type call struct {
 	method  string
 	svc     a2apb.A2AServiceServer
 	send    middleware.Send
-	ss      *readStream // of a streaming send
+	ss      grpc.ServerStream // of a streaming send
 	history *int32
 }
 
@@ -254,30 +314,13 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 	return &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Task{Task: task}}, nil
 }
 
-func (x *call) stream(srv any, handler grpc.StreamHandler) error {
-	step := x.begin()
-	switch {
-	case step.Refusal != nil:
-		return x.refuse(step.Refusal)
-	case step.Gone:
-		return status.FromContextError(x.ctx.Err()).Err()
-	case step.Forward != nil:
-		x.header()
-		fs := &forwardStream{readStream: x.ss, x: x, step: step}
-		err := handler(srv, fs)
-		if !fs.settled {
-			fs.settled = true
-			if r := x.i.sends.Settle(x.ctx, &x.send, step, middleware.Produced{Failed: err != nil}); r != nil {
-				return x.refuse(r)
-			}
-		}
-		return err
-	}
+// replayStream answers a streaming retry: the task first, then, while it runs, its
+// live events as SubscribeToTask gives them; a task that has finished (a2a-go then
+// refuses the subscription) is answered alone, and a Message reply again.
+func (x *call) replayStream(step *middleware.Step) error {
 	x.header()
 	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
 	if step.Record.Reply == nil {
-		// Attach to the task's live events, as SubscribeToTask gives them; a task that
-		// has finished (a2a-go then refuses the subscription) is answered alone.
 		sub := &subscribeStream{ServerStream: x.ss, x: x}
 		err := x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: step.Record.TaskID}, sub)
 		if sub.sent || x.ctx.Err() != nil {
@@ -462,33 +505,6 @@ func codeOf(k middleware.RefusalKind) (codes.Code, string) {
 // retryAfterSeconds rounds d up to whole seconds, at least 1, as Retry-After is sent.
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
-}
-
-// forwardStream is the stream of a forwarded first send: it holds the first event
-// back until the core has bound the key to it, so that a client that saw the task
-// and retries finds it bound.
-type forwardStream struct {
-	*readStream
-	x       *call
-	step    *middleware.Step
-	settled bool
-}
-
-// Context returns the context that carries the claim.
-func (s *forwardStream) Context() context.Context { return s.step.Forward }
-
-func (s *forwardStream) SendMsg(m any) error {
-	if !s.settled {
-		s.settled = true
-		p := middleware.Produced{}
-		if ev, ok := m.(*a2apb.StreamResponse); ok {
-			p = s.x.produced(ev.GetTask(), ev.GetStatusUpdate(), ev.GetArtifactUpdate(), ev.GetMessage())
-		}
-		if r := s.x.i.sends.Settle(s.x.ctx, &s.x.send, s.step, p); r != nil {
-			return s.x.refuse(r)
-		}
-	}
-	return s.readStream.SendMsg(m)
 }
 
 // subscribeStream is the stream a replay's SubscribeToTask sends to: its first event,
