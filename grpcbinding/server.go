@@ -143,7 +143,11 @@ func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
 	}
 }
 
-// Stream returns the interceptor for SendStreamingMessage.
+// Stream returns the interceptor for SendStreamingMessage. It decides when the
+// service reads the request from the stream, so that an unkeyed stream is read once,
+// into the service's own message: a refusal or a replay ends that read with an error
+// the interceptor turns back into the call's own end, and the service does not run.
+// Stream interceptors after it in the chain see that error; put it last.
 func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		svc, isA2A := srv.(a2apb.A2AServiceServer)
