@@ -33,9 +33,11 @@ type Options struct {
 	// same send. An error refuses the send as INVALID_ARGUMENT with the error's text.
 	Scope func(ctx context.Context, tenant string) (string, error)
 
-	// Lease, ReplayWait, IndexTimeout, Logger and Observe are those of
-	// [middleware.Options]. Events report the binding [middleware.BindingGRPC].
+	// Lease, SoleInstance, ReplayWait, IndexTimeout, Logger and Observe are those of
+	// [middleware.Options]; set them as for the HTTP middleware on the same index.
+	// Events report the binding [middleware.BindingGRPC].
 	Lease        time.Duration
+	SoleInstance bool
 	ReplayWait   time.Duration
 	IndexTimeout time.Duration
 	Logger       *slog.Logger
@@ -103,7 +105,7 @@ type Interceptors struct {
 // unkeyed sends pass as before.
 func New(index idempotency.KeyIndex, opts Options) (*Interceptors, error) {
 	sends, err := middleware.NewSends(index, middleware.Options{
-		Lease: opts.Lease, ReplayWait: opts.ReplayWait, IndexTimeout: opts.IndexTimeout,
+		Lease: opts.Lease, SoleInstance: opts.SoleInstance, ReplayWait: opts.ReplayWait, IndexTimeout: opts.IndexTimeout,
 		Logger: opts.Logger, Observe: opts.Observe,
 	})
 	if err != nil {
