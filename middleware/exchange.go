@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -71,12 +70,6 @@ const maxInFlightRetryAfter = 10 * time.Second
 
 // observe reports the outcome of the keyed send to Options.Observe.
 func (x *exchange) observe(o Outcome) { x.c.observeSend(&x.ks, o) }
-
-// logAttrs logs msg with the exchange's attributes and extra. The key is redacted
-// in every record above debug level.
-func (x *exchange) logAttrs(level slog.Level, msg string, extra ...slog.Attr) {
-	x.c.logSend(x.r.Context(), &x.ks, level, msg, extra...)
-}
 
 // writeFailure answers s (nil for a request not read as a send) with f in dialect
 // d's shape. ext names the extension in the dialect's extension headers.
