@@ -420,15 +420,21 @@ func TestTaskGoneNotFound(t *testing.T) {
 }
 
 func TestCrossBindingRetries(t *testing.T) {
-	for _, tt := range []struct{ first, retry a2a.TransportProtocol }{
-		{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolGRPC},
-		{a2a.TransportProtocolGRPC, a2a.TransportProtocolJSONRPC},
-		{a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC},
-		{a2a.TransportProtocolGRPC, a2a.TransportProtocolHTTPJSON},
+	for _, tt := range []struct {
+		first, retry a2a.TransportProtocol
+		tenant       string // the scope on both bindings (the harness's HTTP+JSON has no tenant routes)
+	}{
+		{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolGRPC, ""},
+		{a2a.TransportProtocolGRPC, a2a.TransportProtocolJSONRPC, ""},
+		{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolGRPC, "acme"},
+		{a2a.TransportProtocolGRPC, a2a.TransportProtocolJSONRPC, "acme"},
+		{a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC, ""},
+		{a2a.TransportProtocolGRPC, a2a.TransportProtocolHTTPJSON, ""},
 	} {
-		t.Run(string(tt.first)+" then "+string(tt.retry), func(t *testing.T) {
+		t.Run(string(tt.first)+" then "+string(tt.retry)+" "+tt.tenant, func(t *testing.T) {
 			s := startServer(t, serverConfig{keyed: true})
 			req := keyedRequest(t, idempotency.NewKey())
+			req.Tenant = tt.tenant
 			first := taskOf(t)(s.client(t, tt.first).SendMessage(context.Background(), req))
 			retry := taskOf(t)(s.client(t, tt.retry).SendMessage(context.Background(), req))
 			if retry.ID != first.ID {
