@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
@@ -378,7 +379,7 @@ func (x *call) replay(step *middleware.Step) (*a2apb.Message, *a2apb.Task, error
 			relayed = se
 		}
 		return err
-	})
+	}, x.executionRunning)
 	switch {
 	case relayed != nil && r != nil:
 		return nil, nil, relayed.status
@@ -537,3 +538,76 @@ func (s *subscribeStream) Send(ev *a2apb.StreamResponse) error {
 // which has its headers already.
 func (s *subscribeStream) SetHeader(metadata.MD) error  { return nil }
 func (s *subscribeStream) SendHeader(metadata.MD) error { return nil }
+
+// probeWait is how long a subscription must stay open, neither failing nor ending,
+// for the execution it follows to count as running, as in the HTTP middleware: a
+// service answers a subscription to an execution it does not run at once (a2a-go:
+// NOT_FOUND), so the wait only costs when the execution is running.
+const probeWait = 500 * time.Millisecond
+
+// executionRunning reports whether the service still runs an execution of taskID: a
+// SubscribeToTask with the retry's own context opens and, within probeWait, carries
+// an event or stays open without failing. The core asks it when a key's task is not
+// found, to tell a task whose agent is still before its first event (a2a-go stores
+// the task at that event) from one that is gone.
+func (x *call) executionRunning(ctx context.Context, taskID string) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ps := &probeStream{ctx: ctx, event: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: taskID}, ps)
+	}()
+	timer := time.NewTimer(probeWait)
+	defer timer.Stop()
+	select {
+	case <-ps.event:
+		cancel()
+		<-done
+		return true
+	case <-done:
+		// Ended before probeWait: running only if it carried an event first.
+		return ps.sawEvent()
+	case <-timer.C:
+		cancel()
+		<-done
+		return true
+	}
+}
+
+// probeStream is the stream of executionRunning's subscription: it keeps nothing but
+// whether an event came.
+type probeStream struct {
+	ctx   context.Context
+	event chan struct{} // closed at the first event
+	once  sync.Once
+}
+
+var _ grpc.ServerStreamingServer[a2apb.StreamResponse] = (*probeStream)(nil)
+
+func (p *probeStream) Send(*a2apb.StreamResponse) error {
+	p.once.Do(func() { close(p.event) })
+	return nil
+}
+
+func (p *probeStream) sawEvent() bool {
+	select {
+	case <-p.event:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *probeStream) Context() context.Context     { return p.ctx }
+func (p *probeStream) SetHeader(metadata.MD) error  { return nil }
+func (p *probeStream) SendHeader(metadata.MD) error { return nil }
+func (p *probeStream) SetTrailer(metadata.MD)       {}
+func (p *probeStream) SendMsg(m any) error {
+	if ev, ok := m.(*a2apb.StreamResponse); ok {
+		return p.Send(ev)
+	}
+	return nil
+}
+func (p *probeStream) RecvMsg(any) error { return nil }

@@ -539,3 +539,22 @@ func TestCrossBindingRetryWhileRunning(t *testing.T) {
 	}
 	wantRuns(t, s, 1)
 }
+
+// With SoleInstance, a key whose task is not stored yet counts as gone unless its
+// execution runs here: a subscription through the service tells that it does, and
+// the retry is answered as in flight, not NOT_FOUND.
+func TestSoleInstanceTaskNotStoredYet(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold, holdFirst: true},
+		opts: Options{ReplayWait: 50 * time.Millisecond, SoleInstance: true}})
+	raw := s.raw(t)
+	req := rawRequest(t, keyedRequest(t, idempotency.NewKey()))
+	if _, err := raw.SendStreamingMessage(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.agent.runs.Load() == 1 })
+	_, err := raw.SendMessage(context.Background(), req)
+	wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
+	wantRuns(t, s, 1)
+}

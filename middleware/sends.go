@@ -160,15 +160,24 @@ func (s *Sends) Settle(ctx context.Context, send *Send, step *Step, p Produced) 
 // lease) is read again until ReplayWait ends and then answered as in flight, and a
 // Message reply recorded meanwhile is returned instead. read returns nil when it
 // found the task (the caller keeps it), an error wrapping [ErrTaskNotFound] when the
-// task does not exist, or another error when it could not be read. ReadTask returns
-// the Message reply to answer, or a refusal, or neither when read found the task.
-func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(ctx context.Context, taskID string) error) ([]byte, *Refusal) {
+// task does not exist, or another error when it could not be read. running reports
+// whether this process still runs an execution of the task (a subscription to it
+// opens and stays open, or carries an event): a task not found while it runs is in
+// flight at any age of the claim, and with Options.SoleInstance a task not found that
+// does not run here is gone at once, so a binding must not leave it out when
+// SoleInstance is set. ReadTask returns the Message reply to answer, or a refusal, or
+// neither when read found the task.
+func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(ctx context.Context, taskID string) error, running func(ctx context.Context, taskID string) bool) ([]byte, *Refusal) {
 	if step.Record.Reply != nil {
 		return step.Record.Reply, nil
 	}
+	var runs func(string) bool
+	if running != nil {
+		runs = func(taskID string) bool { return running(ctx, taskID) }
+	}
 	reply, f := s.m.core.awaitTask(ctx, send, step.Record, func() *failure {
 		return taskSourceFailure(read(ctx, step.Record.TaskID))
-	}, nil)
+	}, runs)
 	return reply, refusalOf(f, true)
 }
 
