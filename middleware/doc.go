@@ -172,7 +172,9 @@
 //     route picks it; nothing else asks.
 //   - core: the decision logic every binding shares: claim, wait, decide (forward,
 //     replay, refuse), release. It takes a context and a claim key, never an
-//     *http.Request.
+//     *http.Request. [Sends] is its exported surface for bindings that are not HTTP
+//     (gRPC, in the module github.com/a2akit/idempotency/grpcbinding); the HTTP
+//     exchange runs through the same functions (begin, settle, awaitTask).
 //   - claim: the index's hold on a key for one message ([ClaimedSend]); bind ties it
 //     to a task or a Message reply (an [idempotency.Binding]), release frees it.
 //   - exchange: one keyed send on its way through the HTTP middleware.
@@ -192,6 +194,7 @@
 //	route.go           the dialect grid and route, the one routing function
 //	dialect.go         the dialect interface; send, carry, product, failure
 //	core.go            claim, wait, decide, release (no *http.Request)
+//	sends.go           Sends, the core for other bindings; begin, settle, awaitTask
 //	exchange.go        one keyed send over HTTP: the core's decision, answered
 //	claim.go           ClaimedSend, the claim code behind the middleware binds with
 //	forward.go         the forwarded answer's writers, and the settler

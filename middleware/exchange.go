@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,11 +13,12 @@ import (
 // exchange is one keyed send on its way through the HTTP middleware: the core's
 // decision, acted on in the shape of the send's dialect.
 type exchange struct {
-	c core
-	w http.ResponseWriter
-	r *http.Request
-	s *send
-	k claimKey
+	c  core
+	w  http.ResponseWriter
+	r  *http.Request
+	s  *send
+	ks Send // what the core knows of s
+	k  claimKey
 }
 
 // Messages of the middleware's refusals; they say what to do.
@@ -44,66 +44,18 @@ const (
 // run checks the send, asks the core what to do with it and does it.
 func (x *exchange) run(m *middleware) {
 	s := x.s
-	if s.keyErr != nil {
-		x.refuse(&failure{kind: failInvalidParams, message: s.keyErr.Error()}, true)
-		return
+	x.ks = Send{Binding: s.d.framing(), Version: s.d.version(), Streaming: s.streaming,
+		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID}
+	b := m.begin(x.r.Context(), &x.ks, func() (string, error) { return m.scope(x.r, s.tenant) })
+	x.k = x.ks.k
+	switch {
+	case b.fail != nil:
+		writeFailure(x.w, s.d, s, b.fail, b.ext)
+	case b.forward:
+		x.forward(b.token)
+	case !b.gone:
+		x.replay(b.rec)
 	}
-	if s.messageID == "" {
-		x.refuse(&failure{kind: failInvalidParams, message: msgNoMessageID}, true)
-		return
-	}
-	if !m.honours(x.r.Context()) {
-		x.refuse(&failure{kind: failUnsupported, message: msgCannotHonour}, false)
-		return
-	}
-	scope, err := m.scope(x.r, s.tenant)
-	if err != nil {
-		x.refuse(&failure{kind: failInvalidParams, message: err.Error()}, true)
-		return
-	}
-	x.k = claimKey{scope: scope, key: s.key, messageID: s.messageID}
-
-	d := x.c.decide(x.r.Context(), x.k)
-	switch d.kind {
-	case decideForward:
-		x.forward(d.token)
-	case decideReplay:
-		x.replay(d.rec)
-	case decideConflict:
-		x.conflict()
-	case decideInFlight:
-		x.inFlight(d.rec)
-	case decideUnavailable:
-		x.unavailable(d.op, d.err)
-	case decideGone:
-		x.observe(OutcomeInFlight)
-	}
-}
-
-// refuse answers a keyed send that the middleware will not run. ext says whether the
-// answer names the extension in A2A-Extensions (not when keys cannot be honoured).
-func (x *exchange) refuse(f *failure, ext bool) {
-	x.logAttrs(slog.LevelDebug, "idempotency: keyed send refused", slog.String("reason", f.message))
-	writeFailure(x.w, x.s.d, x.s, f, ext)
-	x.observe(OutcomeRefused)
-}
-
-func (x *exchange) conflict() {
-	x.logAttrs(slog.LevelInfo, "idempotency: key reused by a different message, send refused")
-	writeFailure(x.w, x.s.d, x.s, &failure{kind: failInvalidParams, message: msgAlreadyHeld}, true)
-	x.observe(OutcomeConflict)
-}
-
-func (x *exchange) unavailable(op string, err error) {
-	if x.r.Context().Err() != nil {
-		// The client went away while the index was asked: not the index's fault.
-		x.logAttrs(slog.LevelInfo, "idempotency: client went away during the index "+op+", keyed send not run", slog.Any("error", err))
-		x.observe(OutcomeUnavailable)
-		return
-	}
-	x.logAttrs(slog.LevelWarn, "idempotency: index "+op+" failed, keyed send refused (fail closed)", slog.Any("error", err))
-	writeFailure(x.w, x.s.d, x.s, unavailableFailure(), true)
-	x.observe(OutcomeUnavailable)
 }
 
 // unavailableFailure is the 503 of a keyed send refused for want of the index.
@@ -116,46 +68,8 @@ func unavailableFailure() *failure {
 // then gets it.
 const maxInFlightRetryAfter = 10 * time.Second
 
-// inFlight answers 409: the first attempt is still running and its task is unknown.
-// Retry-After is the time left on its lease (when the retry may take it over), capped
-// at maxInFlightRetryAfter; the log shows both.
-func (x *exchange) inFlight(rec idempotency.Record) {
-	left := time.Until(rec.LeaseExpiresAt)
-	retry := max(min(left, maxInFlightRetryAfter), time.Second)
-	x.logAttrs(slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
-		slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
-	writeFailure(x.w, x.s.d, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: retry}, true)
-	x.observe(OutcomeInFlight)
-}
-
 // observe reports the outcome of the keyed send to Options.Observe.
-func (x *exchange) observe(o Outcome) {
-	if fn := x.c.observe; fn != nil {
-		fn(Event{Outcome: o, Binding: x.s.d.framing(), Version: x.s.d.version(), Streaming: x.s.streaming, Scope: x.k.scope})
-	}
-}
-
-// logAttrs logs msg with the exchange's attributes and extra. The key is redacted
-// in every record above debug level.
-func (x *exchange) logAttrs(level slog.Level, msg string, extra ...slog.Attr) {
-	log := x.c.log
-	ctx := x.r.Context()
-	if !log.Enabled(ctx, level) {
-		return
-	}
-	key := idempotency.RedactKey(x.s.key)
-	if level <= slog.LevelDebug {
-		key = x.s.key
-	}
-	attrs := append([]slog.Attr{
-		slog.String("binding", string(x.s.d.framing())),
-		slog.String("version", string(x.s.d.version())),
-		slog.Bool("streaming", x.s.streaming),
-		slog.String("scope", x.k.scope),
-		slog.String("key", key),
-	}, extra...)
-	log.LogAttrs(ctx, level, msg, attrs...)
-}
+func (x *exchange) observe(o Outcome) { x.c.observeSend(&x.ks, o) }
 
 // writeFailure answers s (nil for a request not read as a send) with f in dialect
 // d's shape. ext names the extension in the dialect's extension headers.

@@ -2,9 +2,7 @@ package middleware
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/a2akit/idempotency"
@@ -25,8 +23,6 @@ func (x *exchange) forward(token idempotency.Token) {
 	cs := x.c.newClaim(x.k, token)
 	fw := &forwardWriter{w: x.w}
 	fw.st = settler{x: x, d: x.s.d, cs: cs}
-	x.logAttrs(slog.LevelDebug, "idempotency: key claimed, send forwarded",
-		slog.String("message_id", x.s.messageID), slog.String("follow_up_of", x.s.taskID))
 	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(x.r.Context(), cs)))
 	x.observe(fw.finish())
 }
@@ -252,9 +248,7 @@ func (hw *heldBackWriter) finish() Outcome {
 	c := x.s.d.sendCarry(hw.st.status, hw.body.Bytes())
 	hw.st.settle(c)
 	if c.kind == carryError {
-		x.logAttrs(slog.LevelWarn, "idempotency: the key could not be bound behind the middleware, "+
-			"keyed send refused (fail closed)")
-		writeFailure(hw.w, x.s.d, x.s, unavailableFailure(), true)
+		writeFailure(hw.w, x.s.d, x.s, x.c.notBoundBehind(x.r.Context(), &x.ks), true)
 		return OutcomeUnavailable
 	}
 	addExtensionHeaders(hw.w.Header(), x.s.d)
@@ -280,67 +274,6 @@ func (st *settler) settle(c carry) {
 		return
 	}
 	st.settled = true
-	st.outcome = OutcomeClaimed
 	x := st.x
-	ctx := x.r.Context()
-	hooked, bound := st.cs.state()
-	switch c.kind {
-	case carryTask, carryUpdate:
-		st.bind(idempotency.Binding{TaskID: c.taskID})
-	case carryMessage:
-		prev, ok := st.cs.Bound()
-		if ok && len(prev.Reply) > 0 {
-			// The code behind recorded the reply itself (the adapter, from the agent's
-			// own Message): that record stands, whatever bytes the wire carried.
-			break
-		}
-		b := idempotency.Binding{Reply: c.message}
-		if ok {
-			b.TaskID = prev.TaskID
-		}
-		st.bind(b)
-	case carryError:
-		switch {
-		case bound:
-			// The code behind bound a task before failing: retries replay it.
-		case ctx.Err() != nil && !hooked:
-			// The client went away, and nothing tells whether the agent started in
-			// the background (a2a-go runs it on a context that outlives the request).
-			x.logAttrs(slog.LevelInfo, "idempotency: client went away during a keyed send; "+
-				"the key stays pending until its lease ends")
-		default:
-			st.release()
-		}
-	default:
-		if !bound {
-			level := slog.LevelWarn
-			if ctx.Err() != nil {
-				level = slog.LevelInfo
-			}
-			x.logAttrs(level, "idempotency: could not learn what a keyed send produced; "+
-				"the key stays pending until its lease ends", slog.Int("status", st.status))
-		}
-	}
-}
-
-func (st *settler) bind(b idempotency.Binding) {
-	x := st.x
-	// Detached as the core's index calls after the forward are; the claim bounds the
-	// index call by IndexTimeout itself, and makes none when b is bound already.
-	ctx := context.WithoutCancel(x.r.Context())
-	if err := st.cs.bind(ctx, b, false); err != nil {
-		x.logAttrs(slog.LevelError, "idempotency: could not bind the key to what the send produced; "+
-			"retries wait for the lease to end", slog.String("task_id", b.TaskID), slog.Any("error", err))
-	}
-}
-
-func (st *settler) release() {
-	x := st.x
-	if err := x.c.release(x.r.Context(), x.k, st.cs.Token()); err != nil {
-		x.logAttrs(slog.LevelWarn, "idempotency: keyed send failed before a task existed, "+
-			"and releasing its key failed; retries wait for the lease to end", slog.Any("error", err))
-		return
-	}
-	x.logAttrs(slog.LevelInfo, "idempotency: keyed send failed before a task existed; key released")
-	st.outcome = OutcomeReleased
+	st.outcome = x.c.settle(x.r.Context(), &x.ks, st.cs, c)
 }

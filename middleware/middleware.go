@@ -21,6 +21,16 @@ import (
 // cannot honour keys, makes the middleware refuse keyed sends (unkeyed sends pass as
 // before) and leave the agent card as it is.
 func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Handler, error) {
+	m, err := newMiddleware(index, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler { return &handler{m: m, next: next} }, nil
+}
+
+// newMiddleware validates opts and returns what the handlers of one New (or one
+// NewSends) share.
+func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error) {
 	switch {
 	case opts.Lease < 0:
 		return nil, fmt.Errorf("middleware: negative Lease %v", opts.Lease)
@@ -63,7 +73,7 @@ func New(index idempotency.KeyIndex, opts Options) (func(http.Handler) http.Hand
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
 	}
-	return func(next http.Handler) http.Handler { return &handler{m: m, next: next} }, nil
+	return m, nil
 }
 
 // DefaultScope is the [Options.Scope] used when none is set: the A2A tenant the

@@ -120,6 +120,9 @@ type ProtocolBinding string
 const (
 	BindingJSONRPC  ProtocolBinding = "JSONRPC"
 	BindingHTTPJSON ProtocolBinding = "HTTP+JSON"
+	// BindingGRPC is reported by bindings that run the middleware's logic through
+	// [Sends], such as the gRPC interceptors of package grpcbinding.
+	BindingGRPC ProtocolBinding = "GRPC"
 )
 
 // ProtocolVersion names an A2A protocol version.
@@ -135,7 +138,7 @@ const (
 type Event struct {
 	Outcome Outcome
 	// Binding is the protocol binding the send came in: [BindingJSONRPC] or
-	// [BindingHTTPJSON].
+	// [BindingHTTPJSON], or [BindingGRPC] for the gRPC interceptors.
 	Binding ProtocolBinding
 	// Version is the A2A protocol version the send was made in: [Version10] or
 	// [Version03].

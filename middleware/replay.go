@@ -2,9 +2,7 @@ package middleware
 
 import (
 	"bytes"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/a2akit/idempotency"
 )
@@ -36,84 +34,22 @@ func (x *exchange) answerTask(rec idempotency.Record) {
 }
 
 // readTask reads the key's task as it is now, with its history shaped by the
-// retry's historyLength.
-//
-// A task that is not found may be coming or gone: a2a-go stores a task only at the
-// agent's first event, and the adapter binds the key before the agent starts. While
-// the claim is younger than the lease, readTask looks for it again until ReplayWait
-// ends, and at the index too, since an agent that answers with a Message creates no
-// task at all and its reply is recorded when it answers; then missingTask says
-// which it is.
+// retry's historyLength, waiting for a task not stored yet as the core's awaitTask
+// does (executionRunning tells whether this process still runs its execution).
 func (x *exchange) readTask(rec idempotency.Record) (product, *failure) {
-	deadline := time.Now().Add(x.c.replayWait)
-	interval := 10 * time.Millisecond
-	for {
-		task, f := x.readTaskOnce(rec.TaskID)
-		switch {
-		case f == nil:
-			return x.shapedTask(task), nil
-		case !f.notFound():
-			if f.kind == failUnavailable {
-				x.logAttrs(slog.LevelWarn, "idempotency: could not read the key's task for a retry",
-					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
-			}
-			return product{}, f
-		case time.Since(rec.ClaimedAt) >= x.c.lease || time.Until(deadline) <= 0:
-			return product{}, x.missingTask(rec, f)
-		}
-		timer := time.NewTimer(min(interval, time.Until(deadline)))
-		select {
-		case <-timer.C:
-		case <-x.r.Context().Done():
-			timer.Stop()
-			return product{}, f
-		}
-		interval = min(2*interval, 250*time.Millisecond)
-		got, found, err := x.c.lookup(x.r.Context(), x.k)
-		if err == nil && found && got.MessageID == x.s.messageID && got.Reply != nil {
-			return product{message: got.Reply}, nil
-		}
+	var task []byte
+	reply, f := x.c.awaitTask(x.r.Context(), &x.ks, rec, func() *failure {
+		var f *failure
+		task, f = x.readTaskOnce(rec.TaskID)
+		return f
+	}, x.executionRunning)
+	switch {
+	case f != nil:
+		return product{}, f
+	case reply != nil:
+		return product{message: reply}, nil
 	}
-}
-
-// missingTask answers a retry whose key is bound to a task that is not found
-// (notFound, the TaskNotFound failure): 409 while something may still run the
-// first attempt and store the task, TaskNotFound once nothing can. What may run it:
-//
-//   - an execution of the task in this process, at any age of the claim (an agent
-//     may be slower to its first event than the lease): a subscription to it tells
-//     (executionRunning);
-//   - an execution in another process sharing the index (a replica, or the process
-//     a rolling restart replaces), which cannot be asked: it counts as possible
-//     until the claim is as old as the lease, the bound Options.Lease sets on an
-//     agent's time to its first event, unless Options.SoleInstance says that no
-//     other process runs keyed sends. A restarted sole instance thus answers
-//     TaskNotFound at once for the sends its previous process died in before their
-//     first event.
-//
-// Logs name the time left until the task counts as gone.
-func (x *exchange) missingTask(rec idempotency.Record, notFound *failure) *failure {
-	taskID := slog.String("task_id", rec.TaskID)
-	if x.executionRunning(rec.TaskID) {
-		x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored yet and its execution running here; retry answered 409",
-			taskID)
-		return &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}
-	}
-	left := time.Until(rec.ClaimedAt.Add(x.c.lease))
-	if left > 0 && !x.c.soleInstance {
-		retry := max(min(left, maxInFlightRetryAfter), time.Second)
-		x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not stored and its execution not running here; "+
-			"another process may still run it until the lease ends; retry answered 409",
-			taskID, slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
-		return &failure{kind: failInFlight, message: msgMaybeElsewhere, retryAfter: retry}
-	}
-	why := "the claim is older than the lease"
-	if left > 0 {
-		why = "no other process runs keyed sends (SoleInstance)"
-	}
-	x.logAttrs(slog.LevelInfo, "idempotency: key bound, its task not found and nothing runs it; retry answered TaskNotFound",
-		taskID, slog.String("because", why))
-	return notFound
+	return x.shapedTask(task), nil
 }
 
 // shapedTask returns task, v1.0 JSON, with its history shaped by the retry's
@@ -127,13 +63,8 @@ func (x *exchange) shapedTask(task []byte) product {
 func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 	if tr := x.c.tasks; tr != nil {
 		task, err := tr.ReadTask(x.r.Context(), x.r, x.s.tenant, taskID)
-		switch {
-		case errNotFound(err):
-			return nil, &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists: " +
-				err.Error() + "; the agent is not run again for the same key, so send a new message with a fresh key"}
-		case err != nil:
-			return nil, &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read (" +
-				err.Error() + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+		if f := taskSourceFailure(err); f != nil {
+			return nil, f
 		}
 		return task, nil
 	}

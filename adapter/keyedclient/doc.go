@@ -7,7 +7,10 @@
 // the retry gets the first attempt's task, in its current state, or its Message.
 //
 // [FactoryOptions] returns a2aclient factory options that install a [Transport] for the
-// JSON-RPC and HTTP+JSON bindings. For every SendMessage and SendStreamingMessage it:
+// JSON-RPC and HTTP+JSON bindings; WithKeyedTransport of the module
+// github.com/a2akit/idempotency/grpcbinding installs one for the gRPC binding (its
+// client interceptors report gRPC's ambiguous statuses as a [RetryableError]). For
+// every SendMessage and SendStreamingMessage it:
 //
 //   - attaches a fresh key ([idempotency.NewKey]) to the message, unless the caller set
 //     one, when the peer honours keys. The caller's message is not modified: the key

@@ -1,9 +1,14 @@
 package keyedclient
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 func TestRetryPolicyDelay(t *testing.T) {
@@ -54,5 +59,21 @@ func TestParseRetryAfter(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// A RetryableError from another binding's transport is retried with its delay, also
+// when wrapped; the same failure without it is not (an a2a-go transport reports it as
+// an *a2a.Error).
+func TestRetryableErrorIsAmbiguous(t *testing.T) {
+	err := fmt.Errorf("send: %w", &RetryableError{Err: errors.New("gRPC status Unavailable: down"), RetryAfter: 2 * time.Second})
+	if d, ok := ambiguous(err); !ok || d != 2*time.Second {
+		t.Fatalf("ambiguous(%v) = %v, %v; want 2s, true", err, d, ok)
+	}
+	if _, ok := ambiguous(a2a.NewError(a2a.ErrInternalError, "down")); ok {
+		t.Fatal("an *a2a.Error is ambiguous")
+	}
+	if Retrying(context.Background()) || !Retrying(withRetrying(context.Background())) {
+		t.Fatal("Retrying does not report the contexts of retried attempts")
 	}
 }

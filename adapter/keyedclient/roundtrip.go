@@ -57,7 +57,7 @@ func NewRoundTripper(base http.RoundTripper) *RoundTripper {
 // it returns what its base returned.
 func (rt *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.base.RoundTrip(req)
-	if err != nil || !retrying(req.Context()) {
+	if err != nil || !Retrying(req.Context()) {
 		return resp, err
 	}
 	retryAfter, hasRetryAfter := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -95,6 +95,29 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// RetryableError is a failure of a keyed send that the transport of another binding
+// found ambiguous: the send may or may not have reached the agent (the gRPC binding's
+// UNAVAILABLE, for example). [Transport] retries it, after RetryAfter when that is
+// set. A transport returns it only for the attempts that [Retrying] reports, so that
+// the errors of every other call keep their usual types; its Err must not carry the
+// other binding's own error type if that would make the a2a-go transport convert it
+// into an *a2a.Error, which Transport never retries.
+type RetryableError struct {
+	// Err describes the failure.
+	Err error
+	// RetryAfter is the delay the server asked for, or zero.
+	RetryAfter time.Duration
+}
+
+func (e *RetryableError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("keyedclient: %v (retry after %s)", e.Err, e.RetryAfter)
+	}
+	return "keyedclient: " + e.Err.Error()
+}
+
+func (e *RetryableError) Unwrap() error { return e.Err }
+
 type retryingKey struct{}
 
 // withRetrying marks ctx as the context of an attempt of a send that Transport may
@@ -103,7 +126,10 @@ func withRetrying(ctx context.Context) context.Context {
 	return context.WithValue(ctx, retryingKey{}, true)
 }
 
-func retrying(ctx context.Context) bool {
+// Retrying reports whether ctx is the context of an attempt of a keyed send that a
+// [Transport] may retry. [RoundTripper] acts only on those requests; the transport of
+// another binding uses it in the same way before it returns a [RetryableError].
+func Retrying(ctx context.Context) bool {
 	v, _ := ctx.Value(retryingKey{}).(bool)
 	return v
 }

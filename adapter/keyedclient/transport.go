@@ -35,8 +35,9 @@ import (
 // They replace a2a-go's default JSON-RPC and HTTP+JSON transports, so put them after
 // any a2aclient.WithJSONRPCTransport or WithRESTTransport option (or, better, drop
 // those and set [Options.HTTPClient]): a later option of that kind would replace them
-// in turn, and sends would silently go unretried. Other bindings (gRPC) are not
-// covered.
+// in turn, and sends would silently go unretried. For the gRPC binding, add
+// WithKeyedTransport of the module github.com/a2akit/idempotency/grpcbinding, which
+// keeps gRPC out of this module.
 func FactoryOptions(opts Options) []a2aclient.FactoryOption {
 	hc := &http.Client{Timeout: DefaultRequestTimeout}
 	if opts.HTTPClient != nil {
@@ -208,6 +209,9 @@ func (t *Transport) wait(ctx context.Context, key string, attempt int, err error
 // ambiguous reports whether err leaves open whether the send reached the agent, so that
 // a keyed send is retried, and the Retry-After that came with it.
 func ambiguous(err error) (retryAfter time.Duration, ok bool) {
+	if re, isRetryable := errors.AsType[*RetryableError](err); isRetryable {
+		return re.RetryAfter, true
+	}
 	if se, isStatus := errors.AsType[*StatusError](err); isStatus {
 		return se.RetryAfter, true
 	}

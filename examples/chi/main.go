@@ -4,7 +4,7 @@
 // It serves the JSON-RPC binding at /jsonrpc, HTTP+JSON at /rest and, with a tenant
 // path segment, at /tenants/{tenant} (a2asrv.NewTenantRESTHandler), the agent card at
 // /.well-known/agent-card.json and the agent's run count (agent_runs) at /debug/vars.
-// The flags are those of examples/stdlib:
+// The flags are those of examples/stdlib, but -grpc (it serves no gRPC binding):
 //
 //	go run ./examples/chi -addr 127.0.0.1:8081
 //	go run ./examples/demo -url http://127.0.0.1:8081 -binding rest -tenant acme

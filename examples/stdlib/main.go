@@ -3,9 +3,9 @@
 // an idempotency key runs the agent once, however often the client retries it.
 //
 // It serves an echo agent on the JSON-RPC binding (/jsonrpc), on HTTP+JSON (/rest,
-// and /tenants/{tenant} with a tenant path segment) and its agent card at
-// /.well-known/agent-card.json, and counts the agent's runs in the expvar agent_runs
-// at /debug/vars. Its tasks and their keys are kept side by side in a SQLite file in
+// and /tenants/{tenant} with a tenant path segment), on gRPC (on a port of its own,
+// -grpc) and its agent card at /.well-known/agent-card.json, and counts the agent's
+// runs in the expvar agent_runs at /debug/vars. Its tasks and their keys are kept side by side in a SQLite file in
 // the working directory, or in PostgreSQL when -store is a postgres:// DSN, so that a
 // restarted server answers the retries of sends from before the restart with their
 // tasks; a sweep deletes finished tasks, and then their keys, after -retention.
@@ -18,7 +18,7 @@
 // SIGTERM, after the requests in progress have finished.
 //
 // This file is the whole server: copy it into your own module to start from it. The
-// kit's three steps are marked "kit (1)", "kit (2)" and "kit (3)".
+// kit's steps are marked "kit (1)" to "kit (4)".
 package main
 
 import (
@@ -40,13 +40,16 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
+	"google.golang.org/grpc"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/grpcbinding"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
@@ -75,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
+	grpcAddr := fs.String("grpc", "127.0.0.1:50051", "`host:port` to serve the gRPC binding on; port 0 picks a free port, empty serves no gRPC")
 	store := fs.String("store", "idempotency.db", "task and key store: a SQLite file `path`, or a postgres:// DSN")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
@@ -102,6 +106,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	var grpcLn net.Listener
+	var grpcTarget string // host:port, as gRPC clients dial it
+	if *grpcAddr != "" {
+		if grpcLn, grpcTarget, err = listen(*grpcAddr); err != nil {
+			return err
+		}
+		defer grpcLn.Close()
+		grpcTarget = strings.TrimPrefix(grpcTarget, "http://")
+	}
 
 	// kit (1): the agent runs behind the adapter. adapter.Executor binds each keyed
 	// send's key to its task before the agent runs, so that a retry during a long run
@@ -116,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// The A2A server, as it would be without the kit: a2a-go's transports on a mux.
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base, grpcTarget)))
 	mux.Handle(jsonrpcPath, a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle(restPath+"/", http.StripPrefix(restPath, a2asrv.NewRESTHandler(handler)))
 	mux.Handle(tenantRESTPath+"/", http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
@@ -128,11 +141,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// anonymous user, which is the TaskReader's default. A SQLite file is served by
 	// this process alone (SoleInstance: a key whose task this process does not run
 	// is not run anywhere); replicas may share a PostgreSQL database.
+	taskReader := adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{})
 	idem, err := middleware.New(keys, middleware.Options{
 		Logger:       logger,
 		Lease:        *lease,
 		Scope:        middleware.TenantPathScope(tenantRESTPath),
-		Tasks:        adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
+		Tasks:        taskReader,
 		SoleInstance: !isPostgres(*store),
 	})
 	if err != nil {
@@ -144,10 +158,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
 	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
 	fmt.Fprintf(stdout, "HTTP+JSON, tenant: %s%s/{tenant}\n", base, tenantRESTPath)
+	if grpcLn != nil {
+		fmt.Fprintf(stdout, "gRPC:              %s\n", grpcTarget)
+	}
 	fmt.Fprintf(stdout, "agent_runs:        %s%s\n", base, varsPath)
+	// kit (4): the gRPC binding, a2a-go's gRPC handler over the same request handler,
+	// with the kit's interceptors on the same keys and tasks: a send made over
+	// JSON-RPC or HTTP+JSON and retried over gRPC (or the other way round) runs once.
+	if grpcLn != nil {
+		kit, err := grpcbinding.New(keys, grpcbinding.Options{
+			Logger:       logger,
+			Lease:        *lease,
+			Tasks:        taskReader,
+			SoleInstance: !isPostgres(*store),
+		})
+		if err != nil {
+			return err
+		}
+		gs := grpc.NewServer(kit.ServerOptions()...)
+		a2agrpc.NewHandler(handler).RegisterWith(gs)
+		go func() { _ = gs.Serve(grpcLn) }()
+		defer stopGRPC(gs)
+	}
 	// kit (3): the middleware goes in front of the whole mux, card included, so that
 	// it sees every send and declares the extension on the card it serves.
 	return serve(ctx, ln, idem(mux), logger)
+}
+
+// stopGRPC stops gs gracefully, waiting at most ten seconds for the calls in
+// progress.
+func stopGRPC(gs *grpc.Server) {
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		gs.Stop()
+	}
 }
 
 // openStores opens the task store and the key index in the database store names: a
@@ -267,26 +317,31 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	return nil
 }
 
-// card is the agent card of the server at base. It does not declare the idempotency
-// extension: the middleware adds it to the card it serves, and only when its index
-// can honour keys. (A server that signs its card declares it with
-// adapter.DeclareExtension before signing.)
-func card(base string) *a2a.AgentCard {
+// card is the agent card of the server at base, with its gRPC binding at grpcTarget
+// when that is not empty. It does not declare the idempotency extension: the
+// middleware adds it to the card it serves, and only when its index can honour keys.
+// (A server that signs its card declares it with adapter.DeclareExtension before
+// signing.)
+func card(base, grpcTarget string) *a2a.AgentCard {
 	tenant := a2a.NewAgentInterface(base+tenantRESTPath, a2a.TransportProtocolHTTPJSON)
 	tenant.Tenant = "demo" // the tenant routes accept any tenant; the card names one
+	interfaces := []*a2a.AgentInterface{
+		a2a.NewAgentInterface(base+jsonrpcPath, a2a.TransportProtocolJSONRPC),
+		a2a.NewAgentInterface(base+restPath, a2a.TransportProtocolHTTPJSON),
+		tenant,
+	}
+	if grpcTarget != "" {
+		interfaces = append(interfaces, a2a.NewAgentInterface(grpcTarget, a2a.TransportProtocolGRPC))
+	}
 	return &a2a.AgentCard{
-		Name:        "Echo",
-		Description: "Echoes each message back after working for a while. Sends that carry an idempotency key run once.",
-		Version:     "1.0.0",
-		SupportedInterfaces: []*a2a.AgentInterface{
-			a2a.NewAgentInterface(base+jsonrpcPath, a2a.TransportProtocolJSONRPC),
-			a2a.NewAgentInterface(base+restPath, a2a.TransportProtocolHTTPJSON),
-			tenant,
-		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
-		DefaultInputModes:  []string{"text/plain"},
-		DefaultOutputModes: []string{"text/plain"},
-		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "Echoes the text of the message.", Tags: []string{"echo"}}},
+		Name:                "Echo",
+		Description:         "Echoes each message back after working for a while. Sends that carry an idempotency key run once.",
+		Version:             "1.0.0",
+		SupportedInterfaces: interfaces,
+		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:   []string{"text/plain"},
+		DefaultOutputModes:  []string{"text/plain"},
+		Skills:              []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "Echoes the text of the message.", Tags: []string{"echo"}}},
 	}
 }
 

@@ -18,7 +18,7 @@ func TestPostgres(t *testing.T) {
 	dsn := exampletest.PostgresDSN(t)
 	table := exampletest.PostgresTable(t, dsn, "examples_stdlib")
 	tasks := exampletest.PostgresTable(t, dsn, "examples_stdlib_tasks")
-	srv := exampletest.Start(t, run, "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks and keys in PostgreSQL")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {

@@ -37,6 +37,8 @@ type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 type Server struct {
 	// URL is the server's base URL, read from the agent card line it printed.
 	URL string
+	// GRPC is the host:port of its gRPC binding, read from its gRPC line, or empty.
+	GRPC string
 	// Banner is what it printed before serving.
 	Banner []string
 
@@ -101,6 +103,9 @@ func Start(t *testing.T, run RunFunc, args ...string) *Server {
 			if card, ok := strings.CutPrefix(line, "agent card:"); ok {
 				srv.URL = strings.TrimSuffix(strings.TrimSpace(card), "/.well-known/agent-card.json")
 			}
+			if target, ok := strings.CutPrefix(line, "gRPC:"); ok {
+				srv.GRPC = strings.TrimSpace(target)
+			}
 			if strings.HasPrefix(line, "agent_runs:") {
 				if srv.URL == "" {
 					t.Fatalf("the server printed no agent card URL:\n%s", strings.Join(srv.Banner, "\n"))
@@ -140,13 +145,25 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
 		t.Fatalf("agent card: %v", err)
 	}
-	if len(card.SupportedInterfaces) != 3 {
-		t.Errorf("the card lists %d interfaces, want JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", len(card.SupportedInterfaces))
-	}
+	var onHTTP, onGRPC int
 	for _, iface := range card.SupportedInterfaces {
+		if iface.ProtocolBinding == a2a.TransportProtocolGRPC {
+			onGRPC++
+			if iface.URL != srv.GRPC {
+				t.Errorf("the card lists gRPC at %s, not at the address the server printed, %q", iface.URL, srv.GRPC)
+			}
+			continue
+		}
+		onHTTP++
 		if !strings.HasPrefix(iface.URL, srv.URL+"/") {
 			t.Errorf("the card lists %s at %s, not at the server's address %s", iface.ProtocolBinding, iface.URL, srv.URL)
 		}
+	}
+	if onHTTP != 3 {
+		t.Errorf("the card lists %d HTTP interfaces, want JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", onHTTP)
+	}
+	if want := min(len(srv.GRPC), 1); onGRPC != want {
+		t.Errorf("the card lists %d gRPC interfaces, want %d (the server printed gRPC address %q)", onGRPC, want, srv.GRPC)
 	}
 	if !adapter.DeclaresExtension(&card) {
 		t.Errorf("the served card does not declare the idempotency extension: %+v", card.Capabilities)

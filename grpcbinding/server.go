@@ -1,0 +1,613 @@
+package grpcbinding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware"
+)
+
+// Options configure [New]. The zero value works: every field has the default of the
+// field of the same name in [middleware.Options].
+type Options struct {
+	// Scope returns the scope a keyed send's key lives in, from the call's context
+	// (its metadata and peer, where the authenticated principal is found) and the A2A
+	// tenant the request names. The default is the tenant, as [middleware.DefaultScope]
+	// is, so that a key sent over JSON-RPC or HTTP+JSON and retried over gRPC is the
+	// same send. An error refuses the send as INVALID_ARGUMENT with the error's text.
+	Scope func(ctx context.Context, tenant string) (string, error)
+
+	// Lease, SoleInstance, ReplayWait, IndexTimeout, Logger and Observe are those of
+	// [middleware.Options]; set them as for the HTTP middleware on the same index.
+	// Events report the binding [middleware.BindingGRPC].
+	Lease        time.Duration
+	SoleInstance bool
+	ReplayWait   time.Duration
+	IndexTimeout time.Duration
+	Logger       *slog.Logger
+	Observe      func(middleware.Event)
+
+	// Tasks, when set, reads tasks for replays instead of a GetTask call on the
+	// registered service; see [middleware.Options.Tasks]. Its ReadTask gets a request
+	// that stands for the gRPC call: method POST, the call's full method as URL path,
+	// and the call's incoming metadata as header (so adapter.TaskReader's User sees
+	// an authorization header as it would over HTTP).
+	Tasks middleware.TaskSource
+}
+
+// Interceptors make the keyed sends of an A2A gRPC service idempotent: a gRPC
+// SendMessage or SendStreamingMessage gets every answer that package middleware gives
+// on JSON-RPC and HTTP+JSON, through the same claim, wait, replay and release logic
+// ([middleware.Sends]), so that a send first made over one binding and retried over
+// another (in the same scope, on the same index) meets the same claim. Create them
+// with [New] and install them with [Interceptors.ServerOptions], or
+// [Interceptors.Unary] and [Interceptors.Stream] in a chain of your own. They are
+// safe for concurrent use.
+//
+// The service must be a2a-go's generated a2apb.A2AServiceServer (a2agrpc.Handler, or
+// any implementation of it): replays call its GetTask and SubscribeToTask with the
+// retry's own context, so that the server's authorization (a2asrv.CallInterceptors)
+// applies to them. Put the interceptors last in the chain, after authentication, so
+// that the retry's context carries what authentication added. Other methods and
+// services pass through untouched, as do unkeyed sends.
+//
+// What a client sees, beyond the server's own answers (a first send, and a send
+// replayed from its first attempt's task or Message reply):
+//
+//   - a malformed key, a send without a messageId, a key reused by another message
+//     (the message says "already held"), or a Scope error: INVALID_ARGUMENT,
+//     reason INVALID_PARAMS;
+//   - an index that cannot honour keys: FAILED_PRECONDITION, reason
+//     UNSUPPORTED_OPERATION, as A2A's gRPC binding (and a2a-go) answer an unsupported
+//     operation;
+//   - the index failed, timed out or is full, or the adapter could not bind the key
+//     before the agent ran: UNAVAILABLE, reason SERVER_ERROR;
+//   - the first attempt is still in flight and its task not known yet: ABORTED,
+//     reason SERVER_ERROR;
+//   - the key's task was deleted: NOT_FOUND, reason TASK_NOT_FOUND.
+//
+// Every status carries a google.rpc.ErrorInfo in the domain a2a-protocol.org, with the
+// reasons of the JSON-RPC and HTTP+JSON answers. UNAVAILABLE and ABORTED also carry
+// the delay before a retry three ways: a google.rpc.RetryInfo detail, a retry-after
+// trailer in seconds, and retryAfterSeconds in the ErrorInfo metadata. Every answer
+// to a keyed send the interceptors handled names the extension in the a2a-extensions
+// response header, except the refusal for an index that cannot honour keys.
+//
+// A streaming send whose first attempt failed because the adapter could not bind its
+// key ends with UNAVAILABLE too: unlike an HTTP stream, a gRPC stream's status comes
+// after its events.
+type Interceptors struct {
+	sends *middleware.Sends
+	scope func(ctx context.Context, tenant string) (string, error)
+	tasks middleware.TaskSource
+	log   *slog.Logger
+}
+
+// New returns the interceptors for keyed sends recorded in index. It validates opts
+// as [middleware.New] does. A nil index, or one that reports through
+// [idempotency.Honouring] that it cannot honour keys, makes them refuse keyed sends;
+// unkeyed sends pass as before.
+func New(index idempotency.KeyIndex, opts Options) (*Interceptors, error) {
+	sends, err := middleware.NewSends(index, middleware.Options{
+		Lease: opts.Lease, SoleInstance: opts.SoleInstance, ReplayWait: opts.ReplayWait, IndexTimeout: opts.IndexTimeout,
+		Logger: opts.Logger, Observe: opts.Observe,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("grpcbinding: %w", err)
+	}
+	scope := opts.Scope
+	if scope == nil {
+		scope = func(_ context.Context, tenant string) (string, error) { return tenant, nil }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Interceptors{sends: sends, scope: scope, tasks: opts.Tasks, log: log}, nil
+}
+
+// ServerOptions returns grpc.ChainUnaryInterceptor(i.Unary()) and
+// grpc.ChainStreamInterceptor(i.Stream()), for grpc.NewServer. Pass them after the
+// options of interceptors that must run first (authentication).
+func (i *Interceptors) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(i.Unary()), grpc.ChainStreamInterceptor(i.Stream())}
+}
+
+// Unary returns the interceptor for SendMessage.
+func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		in, ok := req.(*a2apb.SendMessageRequest)
+		svc, isA2A := info.Server.(a2apb.A2AServiceServer)
+		if info.FullMethod != a2apb.A2AService_SendMessage_FullMethodName || !ok || !isA2A {
+			return handler(ctx, req)
+		}
+		x, keyed := i.newCall(ctx, in, info.FullMethod, svc, false)
+		if !keyed {
+			return handler(ctx, req)
+		}
+		return x.unary(handler)
+	}
+}
+
+// Stream returns the interceptor for SendStreamingMessage. It decides when the
+// service reads the request from the stream, so that an unkeyed stream is read once,
+// into the service's own message: a refusal or a replay ends that read with an error
+// the interceptor turns back into the call's own end, and the service does not run.
+// Stream interceptors after it in the chain see that error; put it last.
+func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		svc, isA2A := srv.(a2apb.A2AServiceServer)
+		if info.FullMethod != a2apb.A2AService_SendStreamingMessage_FullMethodName || !isA2A {
+			return handler(srv, ss)
+		}
+		ks := &keyedStream{ServerStream: ss, i: i, svc: svc, method: info.FullMethod}
+		return ks.finish(handler(srv, ks))
+	}
+}
+
+// keyedStream is the stream of a SendStreamingMessage. The service's read of the
+// request decides: an unkeyed send goes on untouched (the request is read once, into
+// the service's own message); a keyed one is refused there (the read fails with the
+// refusal's status), replayed there (the read fails with errAnswered, which finish
+// turns back into the replay's own end), or forwarded, with the claim in Context and
+// its first event held back by SendMsg until the key is bound to it.
+type keyedStream struct {
+	grpc.ServerStream
+	i      *Interceptors
+	svc    a2apb.A2AServiceServer
+	method string
+
+	read     bool
+	x        *call            // a keyed send
+	step     *middleware.Step // a forwarded keyed send
+	settled  bool             // the forwarded send was settled
+	answered error            // the end of a replay
+}
+
+// errAnswered ends the service's run of a send the interceptor answered itself.
+var errAnswered = errors.New("grpcbinding: answered by the interceptor")
+
+func (s *keyedStream) RecvMsg(m any) error {
+	if s.read {
+		return s.ServerStream.RecvMsg(m)
+	}
+	s.read = true
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	in, ok := m.(*a2apb.SendMessageRequest)
+	if !ok {
+		return nil
+	}
+	x, keyed := s.i.newCall(s.ServerStream.Context(), in, s.method, s.svc, true)
+	if !keyed {
+		return nil
+	}
+	x.ss = s.ServerStream
+	s.x = x
+	step := x.begin()
+	switch {
+	case step.Refusal != nil:
+		return x.refuse(step.Refusal)
+	case step.Gone:
+		return status.FromContextError(x.ctx.Err()).Err()
+	case step.Forward != nil:
+		x.header()
+		s.step = step
+		return nil
+	}
+	s.answered = x.replayStream(step)
+	return errAnswered
+}
+
+// Context returns the call's context, with the claim of a forwarded send.
+func (s *keyedStream) Context() context.Context {
+	if s.step != nil {
+		return s.step.Forward
+	}
+	return s.ServerStream.Context()
+}
+
+// SendMsg settles a forwarded send on its first event, before the event goes out.
+func (s *keyedStream) SendMsg(m any) error {
+	if s.step != nil && !s.settled {
+		s.settled = true
+		p := middleware.Produced{}
+		if ev, ok := m.(*a2apb.StreamResponse); ok {
+			p = s.x.produced(ev.GetTask(), ev.GetStatusUpdate(), ev.GetArtifactUpdate(), ev.GetMessage())
+		}
+		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, p); r != nil {
+			return s.x.refuse(r)
+		}
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// finish returns the status the call ends with, given the service's err: a replay's
+// own end, or err, after settling a forwarded send that produced no event.
+func (s *keyedStream) finish(err error) error {
+	if errors.Is(err, errAnswered) {
+		return s.answered
+	}
+	if s.step != nil && !s.settled {
+		s.settled = true
+		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, middleware.Produced{Failed: err != nil}); r != nil {
+			return s.x.refuse(r)
+		}
+	}
+	return err
+}
+
+// call is one keyed send on its way through the interceptors.
+type call struct {
+	i       *Interceptors
+	ctx     context.Context
+	in      *a2apb.SendMessageRequest
+	method  string
+	svc     a2apb.A2AServiceServer
+	send    middleware.Send
+	ss      grpc.ServerStream // of a streaming send
+	history *int32
+}
+
+// newCall reads the send in in, and reports whether it is keyed (with a key, or with
+// one that is malformed).
+func (i *Interceptors) newCall(ctx context.Context, in *a2apb.SendMessageRequest, method string, svc a2apb.A2AServiceServer, streaming bool) (*call, bool) {
+	key, ok, err := keyOf(in.GetMessage())
+	if !ok && err == nil {
+		return nil, false
+	}
+	var history *int32
+	if cfg := in.GetConfiguration(); cfg != nil {
+		history = cfg.HistoryLength
+	}
+	return &call{i: i, ctx: ctx, in: in, method: method, svc: svc, history: history,
+		send: middleware.Send{
+			Key: key, KeyErr: err, MessageID: in.GetMessage().GetMessageId(), TaskID: in.GetMessage().GetTaskId(),
+			Binding: middleware.BindingGRPC, Version: middleware.Version10, Streaming: streaming,
+		}}, true
+}
+
+// begin asks the core what to do with the send.
+func (x *call) begin() *middleware.Step {
+	return x.i.sends.Begin(x.ctx, &x.send, func() (string, error) { return x.i.scope(x.ctx, x.in.GetTenant()) })
+}
+
+func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
+	step := x.begin()
+	switch {
+	case step.Refusal != nil:
+		return nil, x.refuse(step.Refusal)
+	case step.Gone:
+		return nil, status.FromContextError(x.ctx.Err()).Err()
+	case step.Forward != nil:
+		x.header()
+		res, err := handler(step.Forward, x.in)
+		p := middleware.Produced{Failed: err != nil}
+		if out, ok := res.(*a2apb.SendMessageResponse); ok && err == nil {
+			p = x.produced(out.GetTask(), nil, nil, out.GetMessage())
+		}
+		if r := x.i.sends.Settle(x.ctx, &x.send, step, p); r != nil {
+			return nil, x.refuse(r)
+		}
+		return res, err
+	}
+	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
+	reply, task, err := x.replay(step)
+	if err != nil {
+		return nil, err
+	}
+	x.header()
+	if reply != nil {
+		return &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Message{Message: reply}}, nil
+	}
+	return &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Task{Task: task}}, nil
+}
+
+// replayStream answers a streaming retry: the task first, then, while it runs, its
+// live events as SubscribeToTask gives them; a task that has finished (a2a-go then
+// refuses the subscription) is answered alone, and a Message reply again.
+func (x *call) replayStream(step *middleware.Step) error {
+	x.header()
+	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
+	if step.Record.Reply == nil {
+		sub := &subscribeStream{ServerStream: x.ss, x: x}
+		err := x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: step.Record.TaskID}, sub)
+		if sub.sent || x.ctx.Err() != nil {
+			return err
+		}
+	}
+	reply, task, err := x.replay(step)
+	if err != nil {
+		return err
+	}
+	if reply != nil {
+		return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Message{Message: reply}})
+	}
+	return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Task{Task: task}})
+}
+
+// produced returns what an answer of the service carries for the core.
+func (x *call) produced(task *a2apb.Task, su *a2apb.TaskStatusUpdateEvent, au *a2apb.TaskArtifactUpdateEvent, msg *a2apb.Message) middleware.Produced {
+	switch {
+	case task != nil:
+		return middleware.Produced{TaskID: task.GetId()}
+	case su != nil:
+		return middleware.Produced{TaskID: su.GetTaskId()}
+	case au != nil:
+		return middleware.Produced{TaskID: au.GetTaskId()}
+	case msg != nil:
+		reply, err := marshalJSON(msg)
+		if err != nil {
+			return middleware.Produced{}
+		}
+		return middleware.Produced{Reply: reply}
+	}
+	return middleware.Produced{}
+}
+
+// replay reads what the first attempt produced: its Message reply, or its task as it
+// is now, with the retry's historyLength applied.
+//
+// The error is the status to answer: a refusal, or the service's own answer to the
+// task read (PERMISSION_DENIED from its authorization, say), relayed as it is, as the
+// HTTP bindings relay the wrapped handler's.
+func (x *call) replay(step *middleware.Step) (*a2apb.Message, *a2apb.Task, error) {
+	var task *a2apb.Task
+	var relayed *serviceError
+	reply, r := x.i.sends.ReadTask(x.ctx, &x.send, step, func(ctx context.Context, taskID string) error {
+		t, err := x.readTask(ctx, taskID)
+		task = t
+		if se, ok := err.(*serviceError); ok {
+			relayed = se
+		}
+		return err
+	}, x.executionRunning)
+	switch {
+	case relayed != nil && r != nil:
+		return nil, nil, relayed.status
+	case r != nil:
+		return nil, nil, x.refuse(r)
+	case reply != nil:
+		msg, err := fromJSON[a2apb.Message](reply)
+		if err != nil {
+			return nil, nil, x.refuse(x.i.sends.Unanswerable(err))
+		}
+		return msg, nil, nil
+	}
+	return nil, shapeHistory(task, x.history), nil
+}
+
+// serviceError is the service's answer to a task read other than NOT_FOUND.
+type serviceError struct{ status error }
+
+func (e *serviceError) Error() string { return "GetTask: " + status.Convert(e.status).Message() }
+
+// readTask reads task taskID through Options.Tasks, or through the service's GetTask
+// with the retry's own context. A task the service does not have returns an error
+// wrapping middleware.ErrTaskNotFound.
+func (x *call) readTask(ctx context.Context, taskID string) (*a2apb.Task, error) {
+	if x.i.tasks != nil {
+		raw, err := x.i.tasks.ReadTask(ctx, x.request(), x.in.GetTenant(), taskID)
+		if err != nil {
+			return nil, err
+		}
+		return fromJSON[a2apb.Task](raw)
+	}
+	task, err := x.svc.GetTask(ctx, &a2apb.GetTaskRequest{Tenant: x.in.GetTenant(), Id: taskID})
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%w: %s", middleware.ErrTaskNotFound, status.Convert(err).Message())
+	}
+	if err != nil {
+		return nil, &serviceError{status: err}
+	}
+	return task, nil
+}
+
+// request returns the request that stands for the call in a TaskSource's ReadTask.
+func (x *call) request() *http.Request {
+	md, _ := metadata.FromIncomingContext(x.ctx)
+	header := make(http.Header, len(md))
+	for k, v := range md {
+		header[http.CanonicalHeaderKey(k)] = v
+	}
+	r := &http.Request{Method: http.MethodPost, URL: &url.URL{Path: x.method}, Header: header, Proto: "HTTP/2.0", ProtoMajor: 2}
+	return r.WithContext(x.ctx)
+}
+
+// shapeHistory applies historyLength n to task as the HTTP bindings do: absent or
+// negative keeps the history, 0 drops it, n keeps its last n messages.
+func shapeHistory(task *a2apb.Task, n *int32) *a2apb.Task {
+	if n == nil || *n < 0 || len(task.GetHistory()) <= int(*n) {
+		return task
+	}
+	task.History = task.History[len(task.History)-int(*n):]
+	if len(task.History) == 0 {
+		task.History = nil
+	}
+	return task
+}
+
+// extensionsMetadata is the response metadata name of the active extensions, the
+// A2A-Extensions header in gRPC's lower case, as a2agrpc sends it.
+const extensionsMetadata = "a2a-extensions"
+
+// header names the extension in the response header.
+func (x *call) header() {
+	md := metadata.Pairs(extensionsMetadata, idempotency.ExtensionURI)
+	if x.ss != nil {
+		_ = x.ss.SetHeader(md)
+		return
+	}
+	_ = grpc.SetHeader(x.ctx, md)
+}
+
+func (x *call) setTrailer(md metadata.MD) {
+	if x.ss != nil {
+		x.ss.SetTrailer(md)
+		return
+	}
+	_ = grpc.SetTrailer(x.ctx, md)
+}
+
+// refuse returns the status of r, and sets the response metadata that goes with it.
+func (x *call) refuse(r *middleware.Refusal) error {
+	if r.Extension {
+		x.header()
+	}
+	code, reason := codeOf(r.Kind)
+	info := &errdetails.ErrorInfo{Reason: reason, Domain: errorDomain}
+	details := []protoadapt.MessageV1{info}
+	if r.RetryAfter > 0 {
+		secs := retryAfterSeconds(r.RetryAfter)
+		info.Metadata = map[string]string{"retryAfterSeconds": strconv.Itoa(secs)}
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)})
+		x.setTrailer(metadata.Pairs(retryAfterMetadata, strconv.Itoa(secs)))
+	}
+	st, err := status.New(code, r.Message).WithDetails(details...)
+	if err != nil {
+		return status.New(code, r.Message).Err()
+	}
+	return st.Err()
+}
+
+// errorDomain is the ErrorInfo domain of A2A errors.
+const errorDomain = "a2a-protocol.org"
+
+// codeOf returns the gRPC code and ErrorInfo reason of a refusal, those of A2A's gRPC
+// binding for the error the other bindings answer.
+func codeOf(k middleware.RefusalKind) (codes.Code, string) {
+	switch k {
+	case middleware.RefusedInvalid:
+		return codes.InvalidArgument, "INVALID_PARAMS"
+	case middleware.RefusedUnsupported:
+		return codes.FailedPrecondition, "UNSUPPORTED_OPERATION"
+	case middleware.RefusedTaskNotFound:
+		return codes.NotFound, "TASK_NOT_FOUND"
+	case middleware.RefusedUnavailable:
+		return codes.Unavailable, "SERVER_ERROR"
+	case middleware.RefusedInFlight:
+		return codes.Aborted, "SERVER_ERROR"
+	}
+	return codes.Internal, "INTERNAL_ERROR"
+}
+
+// retryAfterSeconds rounds d up to whole seconds, at least 1, as Retry-After is sent.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+// subscribeStream is the stream a replay's SubscribeToTask sends to: its first event,
+// the task, is shaped by the retry's historyLength, and every event is passed on.
+type subscribeStream struct {
+	grpc.ServerStream
+	x    *call
+	sent bool
+}
+
+var _ grpc.ServerStreamingServer[a2apb.StreamResponse] = (*subscribeStream)(nil)
+
+func (s *subscribeStream) Send(ev *a2apb.StreamResponse) error {
+	if !s.sent {
+		if task := ev.GetTask(); task != nil {
+			ev = &a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Task{Task: shapeHistory(task, s.x.history)}}
+		}
+	}
+	s.sent = true
+	return s.ServerStream.SendMsg(ev)
+}
+
+// SetHeader and SendHeader keep the subscription's own metadata out of the answer,
+// which has its headers already.
+func (s *subscribeStream) SetHeader(metadata.MD) error  { return nil }
+func (s *subscribeStream) SendHeader(metadata.MD) error { return nil }
+
+// probeWait is how long a subscription must stay open, neither failing nor ending,
+// for the execution it follows to count as running, as in the HTTP middleware: a
+// service answers a subscription to an execution it does not run at once (a2a-go:
+// NOT_FOUND), so the wait only costs when the execution is running.
+const probeWait = 500 * time.Millisecond
+
+// executionRunning reports whether the service still runs an execution of taskID: a
+// SubscribeToTask with the retry's own context opens and, within probeWait, carries
+// an event or stays open without failing. The core asks it when a key's task is not
+// found, to tell a task whose agent is still before its first event (a2a-go stores
+// the task at that event) from one that is gone.
+func (x *call) executionRunning(ctx context.Context, taskID string) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ps := &probeStream{ctx: ctx, event: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = x.svc.SubscribeToTask(&a2apb.SubscribeToTaskRequest{Tenant: x.in.GetTenant(), Id: taskID}, ps)
+	}()
+	timer := time.NewTimer(probeWait)
+	defer timer.Stop()
+	select {
+	case <-ps.event:
+		cancel()
+		<-done
+		return true
+	case <-done:
+		// Ended before probeWait: running only if it carried an event first.
+		return ps.sawEvent()
+	case <-timer.C:
+		cancel()
+		<-done
+		return true
+	}
+}
+
+// probeStream is the stream of executionRunning's subscription: it keeps nothing but
+// whether an event came.
+type probeStream struct {
+	ctx   context.Context
+	event chan struct{} // closed at the first event
+	once  sync.Once
+}
+
+var _ grpc.ServerStreamingServer[a2apb.StreamResponse] = (*probeStream)(nil)
+
+func (p *probeStream) Send(*a2apb.StreamResponse) error {
+	p.once.Do(func() { close(p.event) })
+	return nil
+}
+
+func (p *probeStream) sawEvent() bool {
+	select {
+	case <-p.event:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *probeStream) Context() context.Context     { return p.ctx }
+func (p *probeStream) SetHeader(metadata.MD) error  { return nil }
+func (p *probeStream) SendHeader(metadata.MD) error { return nil }
+func (p *probeStream) SetTrailer(metadata.MD)       {}
+func (p *probeStream) SendMsg(m any) error {
+	if ev, ok := m.(*a2apb.StreamResponse); ok {
+		return p.Send(ev)
+	}
+	return nil
+}
+func (p *probeStream) RecvMsg(any) error { return nil }
