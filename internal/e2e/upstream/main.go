@@ -1,0 +1,154 @@
+// Command upstream is an A2A server the kit cannot see inside: a plain a2a-go v2
+// echo agent with no adapter and no middleware, for the end-to-end tests that put the
+// kit in front of a server in another process (internal/e2e/anyserver).
+//
+// It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card (streaming: true)
+// at /.well-known/agent-card.json, and the number of runs the agent started at
+// GET /runs, as a decimal number. When it listens it prints one line,
+// "listening http://127.0.0.1:port", to stdout.
+//
+// The agent creates a task, reports it working, waits -delay, adds an artifact and
+// completes. A message text "wait <duration> <rest>" waits that long instead. A text
+// that begins with "reply" is answered with a Message and no task (after the wait).
+//
+//	go run ./upstream -addr 127.0.0.1:8080 -delay 3s
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "`host:port` to listen on; port 0 picks a free port")
+	delay := flag.Duration("delay", 0, "how long each run works before it completes")
+	flag.Parse()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		os.Exit(1)
+	}
+	base := "http://" + ln.Addr().String()
+	ag := &agent{delay: *delay}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	handler := a2asrv.NewHandler(ag, a2asrv.WithLogger(log))
+
+	mux := http.NewServeMux()
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base)))
+	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
+	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, ag.runs.Load())
+	})
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+	}()
+	fmt.Println("listening", base)
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		os.Exit(1)
+	}
+}
+
+func card(base string) *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name:        "upstream",
+		Description: "an echo agent the kit cannot see inside",
+		Version:     "1.0.0",
+		SupportedInterfaces: []*a2a.AgentInterface{
+			a2a.NewAgentInterface(base+"/jsonrpc", a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface(base+"/rest", a2a.TransportProtocolHTTPJSON),
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
+	}
+}
+
+type agent struct {
+	delay time.Duration
+	runs  atomic.Int64
+}
+
+// plan reads the wait and the text of a message: "wait 3s hello" waits 3 s.
+func (a *agent) plan(text string) (time.Duration, string) {
+	rest, ok := strings.CutPrefix(text, "wait ")
+	if !ok {
+		return a.delay, text
+	}
+	word, tail, _ := strings.Cut(rest, " ")
+	d, err := time.ParseDuration(word)
+	if err != nil {
+		return a.delay, text
+	}
+	return d, tail
+}
+
+func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		a.runs.Add(1)
+		text := ""
+		if ec.Message != nil && len(ec.Message.Parts) > 0 {
+			text = ec.Message.Parts[0].Text()
+		}
+		wait, text := a.plan(text)
+		reply := ec.StoredTask == nil && strings.HasPrefix(text, "reply")
+		if !reply {
+			if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+				return
+			}
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+				return
+			}
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				yield(nil, ctx.Err())
+				return
+			}
+		}
+		if reply {
+			yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("echo: "+text)), nil)
+			return
+		}
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
