@@ -151,4 +151,3 @@ func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
 }
-
