@@ -2,8 +2,8 @@
 // echo agent with no adapter and no middleware, for the end-to-end tests that put the
 // kit in front of a server in another process (internal/e2e/anyserver).
 //
-// It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card (streaming: true)
-// at /.well-known/agent-card.json, and the number of runs the agent started at
+// It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card at
+// /.well-known/agent-card.json (capabilities.streaming true, false with -no-streaming), and the number of runs the agent started at
 // GET /runs, as a decimal number. When it listens it prints one line,
 // "listening http://127.0.0.1:port", to stdout.
 //
@@ -36,6 +36,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "`host:port` to listen on; port 0 picks a free port")
 	delay := flag.Duration("delay", 0, "how long each run works before it completes")
+	noStreaming := flag.Bool("no-streaming", false, "declare capabilities.streaming false on the card (a2a-go still serves streams)")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -49,7 +50,7 @@ func main() {
 	handler := a2asrv.NewHandler(ag, a2asrv.WithLogger(log))
 
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base, !*noStreaming)))
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
 	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +74,7 @@ func main() {
 	}
 }
 
-func card(base string) *a2a.AgentCard {
+func card(base string, streaming bool) *a2a.AgentCard {
 	return &a2a.AgentCard{
 		Name:        "upstream",
 		Description: "an echo agent the kit cannot see inside",
@@ -82,7 +83,7 @@ func card(base string) *a2a.AgentCard {
 			a2a.NewAgentInterface(base+"/jsonrpc", a2a.TransportProtocolJSONRPC),
 			a2a.NewAgentInterface(base+"/rest", a2a.TransportProtocolHTTPJSON),
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a.AgentCapabilities{Streaming: streaming},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
