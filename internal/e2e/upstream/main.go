@@ -3,13 +3,11 @@
 // kit in front of a server in another process (internal/e2e/anyserver).
 //
 // It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card at
-// /.well-known/agent-card.json (capabilities.streaming true, false with -no-streaming), and the number of runs the agent started at
-// GET /runs, as a decimal number. When it listens it prints one line,
-// "listening http://127.0.0.1:port", to stdout.
-//
-// The agent creates a task, reports it working, waits -delay, adds an artifact and
-// completes. A message text "wait <duration> <rest>" waits that long instead. A text
-// that begins with "reply" is answered with a Message and no task (after the wait).
+// /.well-known/agent-card.json (capabilities.streaming true, or false with
+// -no-streaming, though a2a-go serves streams either way), and the number of runs the
+// agent started at GET /runs, as a decimal number. When it listens it prints one
+// line, "listening http://127.0.0.1:port", to stdout. The agent is echoagent's,
+// waiting -delay unless a message says otherwise.
 //
 //	go run ./upstream -addr 127.0.0.1:8080 -delay 3s
 package main
@@ -18,19 +16,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency/internal/e2e/echoagent"
 )
 
 func main() {
@@ -45,7 +42,7 @@ func main() {
 		os.Exit(1)
 	}
 	base := "http://" + ln.Addr().String()
-	ag := &agent{delay: *delay}
+	ag := &echoagent.Agent{Delay: *delay}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	handler := a2asrv.NewHandler(ag, a2asrv.WithLogger(log))
 
@@ -55,7 +52,7 @@ func main() {
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
 	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, ag.runs.Load())
+		fmt.Fprintln(w, ag.Runs())
 	})
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -87,68 +84,5 @@ func card(base string, streaming bool) *a2a.AgentCard {
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
-	}
-}
-
-type agent struct {
-	delay time.Duration
-	runs  atomic.Int64
-}
-
-// plan reads the wait and the text of a message: "wait 3s hello" waits 3 s.
-func (a *agent) plan(text string) (time.Duration, string) {
-	rest, ok := strings.CutPrefix(text, "wait ")
-	if !ok {
-		return a.delay, text
-	}
-	word, tail, _ := strings.Cut(rest, " ")
-	d, err := time.ParseDuration(word)
-	if err != nil {
-		return a.delay, text
-	}
-	return d, tail
-}
-
-func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		a.runs.Add(1)
-		text := ""
-		if ec.Message != nil && len(ec.Message.Parts) > 0 {
-			text = ec.Message.Parts[0].Text()
-		}
-		wait, text := a.plan(text)
-		reply := ec.StoredTask == nil && strings.HasPrefix(text, "reply")
-		if !reply {
-			if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-				return
-			}
-			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
-				return
-			}
-		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				yield(nil, ctx.Err())
-				return
-			}
-		}
-		if reply {
-			yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("echo: "+text)), nil)
-			return
-		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-	}
-}
-
-func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
 }
