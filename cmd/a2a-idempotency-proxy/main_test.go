@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -59,5 +60,20 @@ func TestMetricsText(t *testing.T) {
 		if !strings.Contains(b.String(), line+"\n") {
 			t.Errorf("metrics lack %q:\n%s", line, b.String())
 		}
+	}
+}
+
+func TestRewriteCard(t *testing.T) {
+	up, _ := url.Parse("http://10.0.0.5:8080/a2a/")
+	card := []byte(`{"name":"x",  "supportedInterfaces":[{"url":"http://10.0.0.5:8080/a2a/jsonrpc","protocolBinding":"JSONRPC"},` +
+		`{"url":"https://agent.internal/a2a/rest?v=1","protocolBinding":"HTTP+JSON"},{"url":"/relative"}],"url":"http://10.0.0.5:8080/a2a"}`)
+	out, ok := rewriteCard(card, up, "https://agents.example.com/echo")
+	want := `{"name":"x",  "supportedInterfaces":[{"url":"https://agents.example.com/echo/jsonrpc","protocolBinding":"JSONRPC"},` +
+		`{"url":"https://agents.example.com/echo/rest?v=1","protocolBinding":"HTTP+JSON"},{"url":"/relative"}],"url":"https://agents.example.com/echo"}`
+	if !ok || string(out) != want {
+		t.Errorf("rewriteCard:\n got %s, %v\nwant %s", out, ok, want)
+	}
+	if _, ok := rewriteCard([]byte(`{"url":"http://10.0.0.5:8080/a2a","signatures":[{"protected":"x","signature":"y"}]}`), up, "https://p"); ok {
+		t.Error("rewriteCard rewrote a signed card")
 	}
 }

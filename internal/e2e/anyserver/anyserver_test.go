@@ -2,13 +2,18 @@ package anyserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/a2akit/idempotency"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
 )
 
@@ -216,4 +221,67 @@ func TestProxyKilledMidSend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The proxy serves the upstream's card with its interfaces pointed at the proxy and
+// the extension listed, every other byte as the upstream wrote it.
+func TestProxyCard(t *testing.T) {
+	up := startUpstream(t)
+	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+		"-store", filepath.Join(t.TempDir(), "keys.db"), "-public-url", "https://agents.example.com/echo")
+	direct, proxied := get(t, up.url+agentCard), get(t, p.url+agentCard)
+	var card struct {
+		SupportedInterfaces []struct{ URL string } `json:"supportedInterfaces"`
+		Capabilities        struct {
+			Extensions []struct{ URI string } `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(proxied, &card); err != nil {
+		t.Fatalf("proxied card: %v: %s", err, proxied)
+	}
+	var urls []string
+	for _, i := range card.SupportedInterfaces {
+		urls = append(urls, i.URL)
+	}
+	if want := []string{"https://agents.example.com/echo/jsonrpc", "https://agents.example.com/echo/rest"}; !slices.Equal(urls, want) {
+		t.Errorf("interface URLs %q, want %q", urls, want)
+	}
+	if len(card.Capabilities.Extensions) != 1 || card.Capabilities.Extensions[0].URI != idempotency.ExtensionURI {
+		t.Errorf("extensions %+v, want the idempotency extension", card.Capabilities.Extensions)
+	}
+	// Undo both edits: what is left are the upstream's bytes.
+	back := strings.ReplaceAll(string(proxied), "https://agents.example.com/echo", up.url)
+	back = strings.Replace(back, `,"extensions":[`+string(mustEntry(t, proxied))+`]`, "", 1)
+	if back != string(direct) {
+		t.Errorf("the proxied card is not the upstream's bytes plus the edits:\n%s\n%s", direct, proxied)
+	}
+}
+
+const agentCard = "/.well-known/agent-card.json"
+
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return b
+}
+
+// mustEntry returns the bytes of the card's one extension entry.
+func mustEntry(t *testing.T, card []byte) []byte {
+	var c struct {
+		Capabilities struct {
+			Extensions []json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(card, &c) != nil || len(c.Capabilities.Extensions) != 1 {
+		t.Fatalf("no single extension entry in %s", card)
+	}
+	return c.Capabilities.Extensions[0]
 }
