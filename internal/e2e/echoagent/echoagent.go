@@ -9,6 +9,7 @@ import (
 	"context"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,19 @@ type Agent struct {
 	// Delay is how long a run works before it completes, unless its message says.
 	Delay time.Duration
 	runs  atomic.Int64
+	byID  sync.Map // message id -> *atomic.Int64
 }
 
 // Runs returns how many runs started.
 func (a *Agent) Runs() int64 { return a.runs.Load() }
+
+// RunsOf returns how many runs started for the message messageID.
+func (a *Agent) RunsOf(messageID string) int64 {
+	if n, ok := a.byID.Load(messageID); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
 
 // plan reads the wait and the text of a message: "wait 3s hello" waits 3 s.
 func (a *Agent) plan(text string) (time.Duration, string) {
@@ -45,6 +55,10 @@ func (a *Agent) plan(text string) (time.Duration, string) {
 func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		a.runs.Add(1)
+		if ec.Message != nil {
+			n, _ := a.byID.LoadOrStore(ec.Message.ID, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
 		text := ""
 		if ec.Message != nil && len(ec.Message.Parts) > 0 {
 			text = ec.Message.Parts[0].Text()
