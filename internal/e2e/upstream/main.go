@@ -5,7 +5,8 @@
 // It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card at
 // /.well-known/agent-card.json (capabilities.streaming true, or false with
 // -no-streaming, though a2a-go serves streams either way), and the number of runs the
-// agent started at GET /runs, as a decimal number. When it listens it prints one
+// agent started at GET /runs, as a decimal number, and at GET /debug/vars as
+// {"agent_runs": n}, the shape a2aload reads. When it listens it prints one
 // line, "listening http://127.0.0.1:port", to stdout. The agent is echoagent's,
 // waiting -delay unless a message says otherwise.
 //
@@ -53,6 +54,10 @@ func main() {
 	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, ag.Runs())
+	})
+	mux.HandleFunc("GET /debug/vars", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprintf(w, "{\"agent_runs\": %d}\n", ag.Runs())
 	})
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
