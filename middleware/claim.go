@@ -31,7 +31,9 @@ type ClaimedSend struct {
 	// detached context, which has no deadline of its own.
 	timeout time.Duration
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// onBind, when set, is called (with mu held) after each successful bind.
+	onBind  func()
 	hooked  bool  // Bind was called by code behind the middleware
 	hookErr error // the last error of such a call
 	bound   bool
@@ -61,8 +63,20 @@ func (c *ClaimedSend) Key() string { return c.key }
 // MessageID returns the id of the message that claimed the key.
 func (c *ClaimedSend) MessageID() string { return c.messageID }
 
-// Token returns the claim's fencing token.
-func (c *ClaimedSend) Token() idempotency.Token { return c.token }
+// Token returns the claim's fencing token. The middleware renews a claim whose lease
+// ends while its forward still runs by claiming it again, which gives it a new token.
+func (c *ClaimedSend) Token() idempotency.Token {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// renewed adopts token, the claim's token after the middleware renewed its lease.
+func (c *ClaimedSend) renewed(token idempotency.Token) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.token = token
+}
 
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it
 // before the agent's first step; when it returns an error, the claim was lost (taken
@@ -98,6 +112,9 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		c.hookErr = nil
 	}
 	c.bound, c.binding = true, b
+	if c.onBind != nil {
+		c.onBind()
+	}
 	if c.waiters != nil {
 		c.waiters.notify(waitKey{c.scope, c.key})
 	}
