@@ -30,6 +30,7 @@ type core struct {
 	// client left.
 	live           *liveForwards
 	forwardTimeout time.Duration
+	early          *earlyBinder
 	next           http.Handler
 }
 

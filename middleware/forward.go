@@ -25,6 +25,18 @@ func (x *exchange) forward(token idempotency.Token) {
 	ctx, cw, stop := x.detach(cs)
 	defer stop()
 	go x.c.keepLease(ctx, x.k, cs)
+	x.w = cw
+	defer func() {
+		if hooked, _ := cs.state(); hooked {
+			x.c.early.bindsItself.Store(true)
+		}
+	}()
+	if req := x.earlySend(); req != nil {
+		if o, ok := x.forwardEarly(req.WithContext(withClaimedSend(ctx, cs)), &settler{x: x, d: x.s.d, cs: cs}); ok {
+			x.observe(o)
+			return
+		}
+	}
 	fw := &forwardWriter{w: cw}
 	fw.st = settler{x: x, d: x.s.d, cs: cs}
 	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(ctx, cs)))

@@ -75,6 +75,7 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 			waiters:        &notifier{},
 			live:           &liveForwards{},
 			forwardTimeout: opts.ForwardTimeout,
+			early:          &earlyBinder{mode: opts.EarlyBind},
 		},
 		scope:        opts.Scope,
 		maxBodyBytes: opts.MaxBodyBytes,
@@ -198,7 +199,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := h.m.core
 	c.next = h.next
-	x := &exchange{c: c, w: w, r: r, s: s}
+	x := &exchange{c: c, w: w, r: r, s: s, body: body}
 	x.run(h.m)
 }
 

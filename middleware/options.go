@@ -70,6 +70,11 @@ type Options struct {
 	// inside").
 	ForwardTimeout time.Duration
 
+	// EarlyBind says whether a keyed blocking SendMessage is forwarded as a
+	// streaming send, so that its key is bound at the first event rather than when
+	// the run ends; default [EarlyBindAuto].
+	EarlyBind EarlyBind
+
 	// ReplayWait is how long a retry waits for an in-flight first attempt's task;
 	// default [DefaultReplayWait]. Negative means do not wait.
 	ReplayWait time.Duration

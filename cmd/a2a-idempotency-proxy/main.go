@@ -51,6 +51,11 @@ import (
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
+// earlyBindModes are the values of -early-bind.
+var earlyBindModes = map[string]middleware.EarlyBind{
+	"auto": middleware.EarlyBindAuto, "always": middleware.EarlyBindAlways, "off": middleware.EarlyBindOff,
+}
+
 // storeEnv names the environment variable that may hold the -store value.
 const storeEnv = "A2A_IDEMPOTENCY_PROXY_STORE"
 
@@ -110,6 +115,15 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	fs.StringVar(&c.table, "table", sqlstore.DefaultTable, "key table `name`")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys appear in full only at DEBUG)")
 	fs.DurationVar(&c.mw.Lease, "lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry may take it over")
+	fs.Func("early-bind", "`mode` of forwarding keyed blocking sends as streaming sends to learn their task at the first event: "+
+		"auto (when the upstream's card says it streams; the proxy reads the card every minute), always, or off", func(v string) error {
+		mode, ok := earlyBindModes[v]
+		if !ok {
+			return fmt.Errorf("want auto, always or off")
+		}
+		c.mw.EarlyBind = mode
+		return nil
+	})
 	fs.DurationVar(&c.mw.ReplayWait, "replay-wait", middleware.DefaultReplayWait, "how long a retry waits for the first attempt's task before answering 409; negative: no wait")
 	fs.Int64Var(&c.mw.MaxBodyBytes, "max-body-bytes", middleware.DefaultMaxBodyBytes, "largest request body the proxy reads; larger ones get 413")
 	fs.DurationVar(&c.mw.IndexTimeout, "store-timeout", middleware.DefaultIndexTimeout, "bound on each key store call; a slower call fails the keyed send closed (503)")
@@ -183,8 +197,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	handler := idem(newProxy(c, log, met))
 	public := &http.Server{
-		Handler:           idem(newProxy(c, log, met)),
+		Handler:           handler,
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		ReadTimeout:       c.readTimeout,
 		WriteTimeout:      c.writeTimeout,
@@ -213,6 +228,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		adminURL = "http://" + aln.Addr().String()
 	}
 
+	// Read the card once before serving, so that the first keyed sends are already
+	// forwarded as the upstream's card allows.
+	cardOK := cardReadable(ctx, handler, log, false)
+
 	fmt.Fprintf(stdout, "a2a-idempotency-proxy: listening http://%s, upstream %s, admin %s, keys in %s\n",
 		ln.Addr(), c.upstream.Redacted(), adminURL, storeName(c.store))
 	log.Info("a2a-idempotency-proxy started", "listen", ln.Addr().String(), "upstream", c.upstream.Redacted(),
@@ -222,11 +241,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
 	}
-	sweepDone := make(chan struct{})
-	sweepCtx, stopSweep := context.WithCancel(ctx)
+	bgDone := make(chan struct{}, 2)
+	bgCtx, stopBg := context.WithCancel(ctx)
 	go func() {
-		defer close(sweepDone)
-		sweep(sweepCtx, st.index, c.sweepInterval, idempotency.RetentionPolicy{KeyMaxAge: c.keyMaxAge}, log, met)
+		defer func() { bgDone <- struct{}{} }()
+		sweep(bgCtx, st.index, c.sweepInterval, idempotency.RetentionPolicy{KeyMaxAge: c.keyMaxAge}, log, met)
+	}()
+	go func() {
+		defer func() { bgDone <- struct{}{} }()
+		readCard(bgCtx, handler, cardInterval, !cardOK, log)
 	}()
 
 	var serveErr error
@@ -234,8 +257,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
-	stopSweep()
-	<-sweepDone
+	stopBg()
+	<-bgDone
+	<-bgDone
 	log.Info("a2a-idempotency-proxy shutting down", "wait", c.shutdownTimeout)
 	shutCtx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
@@ -250,6 +274,64 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cardInterval is how often the proxy reads its own agent card.
+const cardInterval = time.Minute
+
+// readCard reads the agent card through h (the middleware in front of the upstream)
+// every interval until ctx ends, as a client resolving the card would: the
+// middleware learns from it whether the upstream streams (-early-bind auto). It logs
+// when the card cannot be read.
+func readCard(ctx context.Context, h http.Handler, interval time.Duration, failing bool, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		failing = !cardReadable(ctx, h, log, failing)
+	}
+}
+
+// cardReadable reads the agent card through h once and reports whether it was
+// served; failing says whether the last read failed, so that only changes are
+// logged.
+func cardReadable(ctx context.Context, h http.Handler, log *slog.Logger, failing bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, agentCardPath, nil)
+	req.Host = "localhost"
+	w := &statusWriter{header: make(http.Header)}
+	h.ServeHTTP(w, req)
+	ok := w.status == http.StatusOK
+	switch {
+	case !ok && !failing:
+		log.Warn("the upstream's agent card could not be read; keyed blocking sends are forwarded as sent "+
+			"until it can be (-early-bind auto)", "status", w.status)
+	case ok && failing:
+		log.Info("the upstream's agent card is readable")
+	}
+	return ok
+}
+
+// statusWriter is a ResponseWriter that keeps only the status.
+type statusWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *statusWriter) Header() http.Header { return w.header }
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
 }
 
 // sweep deletes old keys every interval until ctx ends.

@@ -95,11 +95,11 @@ func TestRetryDuringLongRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !a.IsTask() || a.State != st.Working || took > replayWait {
-			t.Errorf("retry during the run: %v after %v; want the task, st.Working, within %v", a, took, replayWait)
+			t.Errorf("retry during the run: %v after %v; want the task, working, within %v", a, took, replayWait)
 		}
 		first := <-firstc
 		if !first.IsTask() || first.State != st.Completed || first.TaskID != a.TaskID {
-			t.Errorf("first attempt: %v; want task %s st.Completed", first, a.TaskID)
+			t.Errorf("first attempt: %v; want task %s completed", first, a.TaskID)
 		}
 		checkRuns(t, up, 1)
 	})
@@ -154,7 +154,7 @@ func TestStreamingRetryAttachesLive(t *testing.T) {
 		defer s.Close()
 		head, err := s.Next()
 		if err != nil || !head.IsTask() || head.TaskID != ev.TaskID || head.State == st.Completed {
-			t.Fatalf("retry's first event: %v, %v; want task %s before it st.Completed", head, err, ev.TaskID)
+			t.Fatalf("retry's first event: %v, %v; want task %s before it completed", head, err, ev.TaskID)
 		}
 		var last st.Answer
 		for {

@@ -184,6 +184,13 @@ func startInProcess(t *testing.T, index idempotency.KeyIndex, up upstream, opts 
 	}
 	srv := httptest.NewServer(idem(rp))
 	t.Cleanup(srv.Close)
+	// As a client that resolves the agent card does: the middleware learns from it
+	// whether the server streams.
+	resp, err := http.Get(srv.URL + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	return srv.URL
 }
 
