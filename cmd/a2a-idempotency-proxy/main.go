@@ -7,11 +7,16 @@
 // Clients talk to the proxy (-listen, default 127.0.0.1:8090) instead of the server
 // (-upstream). The proxy serves the server's agent card with the idempotency
 // extension added to capabilities.extensions and the card's interface URLs rewritten
-// to -public-url, so clients that read the card keep coming through the proxy. Every
-// other request is passed on as it is, headers and status kept, streams flushed
-// event by event. Keyed sends go through the kit's middleware: one run per key, a
-// retry gets the first attempt's task (see the middleware package, "Servers the kit
-// cannot see inside").
+// to -public-url (by default http:// and the Host the card was asked for), editing
+// the card's bytes, so clients that read the card keep coming through the proxy; a
+// signed card is served as it is. Every other request is passed on as it is, headers
+// and status kept, streams flushed event by event. Keyed sends go through the kit's
+// middleware: one run per key, and a retry gets the first attempt's task (see the
+// middleware package, "Servers the kit cannot see inside"). The proxy reads the card
+// through the middleware before it serves and every minute, so that the middleware
+// knows whether the server streams (-early-bind auto): then a keyed blocking send is
+// forwarded as a streaming send, its key bound at the first event, and answered in
+// the unary shape when the run ends.
 //
 // Keys live in -store: a SQLite file (default idempotency-proxy.db, created if
 // missing), or a postgres:// DSN. The DSN may come from the environment variable
