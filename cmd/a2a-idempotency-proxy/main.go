@@ -289,16 +289,7 @@ const cardInterval = time.Minute
 // middleware learns from it whether the upstream streams (-early-bind auto). It logs
 // when the card cannot be read.
 func readCard(ctx context.Context, h http.Handler, interval time.Duration, failing bool, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		failing = !cardReadable(ctx, h, log, failing)
-	}
+	every(ctx, interval, func() { failing = !cardReadable(ctx, h, log, failing) })
 }
 
 // cardReadable reads the agent card through h once and reports whether it was
@@ -344,14 +335,7 @@ func sweep(ctx context.Context, sw idempotency.Sweeper, interval time.Duration, 
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		rep, err := sw.PurgeExpired(ctx, policy)
 		met.swept(rep.KeysDeleted, err)
 		switch {
@@ -360,5 +344,19 @@ func sweep(ctx context.Context, sw idempotency.Sweeper, interval time.Duration, 
 		case err == nil:
 			log.Info("retention sweep", "keys_deleted", rep.KeysDeleted, "batches", rep.Batches, "complete", rep.Complete)
 		}
+	})
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f()
 	}
 }

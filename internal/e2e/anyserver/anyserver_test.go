@@ -40,7 +40,7 @@ func checkRuns(t *testing.T, up upstream, want int64) {
 // names one task, which completes, and the agent ran once. The lease (1 s) ends long
 // before the run (2 s) does: the first attempt's forward is still alive, and a retry
 // must not take the key over. On a server whose card says it cannot stream, the key
-// binds only when the blocking st.Answer comes, so that is the case the lease matters
+// binds only when the blocking answer comes, so that is the case the lease matters
 // for.
 func TestClientCutsMidSend(t *testing.T) {
 	for _, card := range []struct {
@@ -71,7 +71,7 @@ func TestClientCutsMidSend(t *testing.T) {
 	}
 }
 
-// A retry during a 3 s run gets the task, st.Working, within ReplayWait, not a 409 for
+// A retry during a 3 s run gets the task, working, within ReplayWait, not a 409 for
 // the whole run; the first attempt then completes that task, and the agent ran once.
 func TestRetryDuringLongRun(t *testing.T) {
 	each(t, func(t *testing.T, f front, b st.Binding) {
@@ -105,7 +105,7 @@ func TestRetryDuringLongRun(t *testing.T) {
 	})
 }
 
-// 64 concurrent identical keyed sends: one run, and every st.Answer names its task.
+// 64 concurrent identical keyed sends: one run, and every answer names its task.
 func TestConcurrentIdenticalSends(t *testing.T) {
 	each(t, func(t *testing.T, f front, b st.Binding) {
 		up := startUpstream(t)

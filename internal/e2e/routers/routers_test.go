@@ -197,8 +197,14 @@ func (e *env) wantRuns(m st.Msg, want int64) {
 	}
 }
 
-// rpcStatus is the HTTP status of a JSON-RPC error that has none of its own.
-const rpcStatus = http.StatusOK
+// errStatus is the HTTP status of a refusal that is restStatus on HTTP+JSON, and a
+// JSON-RPC error with HTTP 200 on JSON-RPC.
+func (e *env) errStatus(restStatus int) int {
+	if e.b == st.HTTPJSON {
+		return restStatus
+	}
+	return http.StatusOK
+}
 
 // rows are the rows of the README's "What clients see" table.
 var rows = []struct {
@@ -276,10 +282,7 @@ var rows = []struct {
 		first := e.run(m)[0]
 		e.srv.store.delete(first.TaskID)
 		time.Sleep(lease + 100*time.Millisecond)
-		status := rpcStatus
-		if e.b == st.HTTPJSON {
-			status = http.StatusNotFound
-		}
+		status := e.errStatus(http.StatusNotFound)
 		e.wantError(e.send(e.srv.url, m), status, -32001, "NOT_FOUND", "")
 		e.wantRuns(m, 1)
 	}},
@@ -288,18 +291,12 @@ var rows = []struct {
 		e.run(m)
 		other := m
 		other.ID += "-other"
-		status := rpcStatus
-		if e.b == st.HTTPJSON {
-			status = http.StatusBadRequest
-		}
+		status := e.errStatus(http.StatusBadRequest)
 		e.wantError(e.send(e.srv.url, other), status, -32602, "INVALID_ARGUMENT", "already held")
 		e.wantRuns(other, 0)
 	}},
 	{"malformed key", func(e *env) {
-		status := rpcStatus
-		if e.b == st.HTTPJSON {
-			status = http.StatusBadRequest
-		}
+		status := e.errStatus(http.StatusBadRequest)
 		for _, key := range []any{42, "short", strings.Repeat("k", 300)} {
 			m := e.msg("hi")
 			a, err := st.SendKey(context.Background(), e.srv.url, m, key)
@@ -313,19 +310,13 @@ var rows = []struct {
 	{"scope error", func(e *env) {
 		m := e.msg("hi")
 		m.Header = http.Header{"X-Scope": {"fail"}}
-		status := rpcStatus
-		if e.b == st.HTTPJSON {
-			status = http.StatusBadRequest
-		}
+		status := e.errStatus(http.StatusBadRequest)
 		e.wantError(e.send(e.srv.url, m), status, -32602, "INVALID_ARGUMENT", errScope.Error())
 		e.wantRuns(m, 0)
 	}},
 	{"index cannot honour keys", func(e *env) {
 		m := e.msg("hi")
-		status := rpcStatus
-		if e.b == st.HTTPJSON {
-			status = http.StatusBadRequest
-		}
+		status := e.errStatus(http.StatusBadRequest)
 		e.wantError(e.send(e.noIndex.url, m), status, -32004, "UNIMPLEMENTED", "cannot honour")
 	}},
 	{"index failed", func(e *env) {
