@@ -71,11 +71,21 @@ func (c *ClaimedSend) Token() idempotency.Token {
 	return c.token
 }
 
-// renewed adopts token, the claim's token after the middleware renewed its lease.
-func (c *ClaimedSend) renewed(token idempotency.Token) {
+// renew claims the key again through claim, to renew the lease of a claim whose
+// forward still runs, unless the key is bound (bound reports that), and adopts the
+// new token when it is granted. It holds the claim's lock throughout, so that a bind
+// never uses a token the renewal is replacing.
+func (c *ClaimedSend) renew(claim func() (idempotency.Claim, error)) (cl idempotency.Claim, bound bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.token = token
+	if c.bound {
+		return idempotency.Claim{}, true, nil
+	}
+	cl, err = claim()
+	if err == nil && cl.Status == idempotency.Claimed {
+		c.token = cl.Token
+	}
+	return cl, false, err
 }
 
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it

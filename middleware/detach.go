@@ -146,19 +146,15 @@ func (c core) keepLease(ctx context.Context, k claimKey, cs *ClaimedSend) {
 			return
 		case <-t.C:
 		}
-		if _, bound := cs.state(); bound {
-			return
-		}
-		cl, err := c.claim(ctx, k)
+		cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k) })
 		switch {
-		case ctx.Err() != nil:
+		case bound, ctx.Err() != nil:
 			return
 		case err != nil:
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: renewing the lease of a keyed send still running failed; trying again",
 				slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)), slog.Any("error", err))
 			end = time.Now().Add(time.Second)
 		case cl.Status == idempotency.Claimed:
-			cs.renewed(cl.Token)
 			end = time.Now().Add(c.lease)
 		case cl.Status == idempotency.HeldBySameMessage && cl.Record.Pending() &&
 			cl.Record.LeaseExpiresAt.Before(time.Now().Add(c.lease/2)):

@@ -191,6 +191,11 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 	switch b, bound := st.cs.Bound(); {
 	case x.r.Context().Err() != nil:
 		// No one to answer.
+	case c.kind == carryError && st.cs.hookFailed():
+		// The code behind could not bind the key, so the agent did not run: fail
+		// closed as a unary send does (see heldBackWriter).
+		writeFailure(x.w, x.s.d, x.s, unavailableFailure(), true)
+		return OutcomeUnavailable, true
 	case c.kind == carryError:
 		f := c.fail
 		if f == nil {

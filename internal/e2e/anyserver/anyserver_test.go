@@ -285,3 +285,33 @@ func mustEntry(t *testing.T, card []byte) []byte {
 	}
 	return c.Capabilities.Extensions[0]
 }
+
+// Two proxies share one key store in front of a server that does not stream, so a
+// key is bound only when the blocking answer comes. The first attempt's client
+// leaves; its forward goes on in proxy A, which renews the 1 s lease while the 3 s
+// run lasts, so retries through proxy B, after the lease would have ended, wait and
+// get 409 rather than taking the key over; once the run ends they get the task. One
+// run.
+func TestLeaseRenewedAcrossProxies(t *testing.T) {
+	up := startUpstream(t, "-no-streaming")
+	store := filepath.Join(t.TempDir(), "keys.db")
+	args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
+		"-log-level", "WARN", "-lease", "1s", "-replay-wait", "200ms"}
+	a, b := startProcess(t, proxyBin, args...), startProcess(t, proxyBin, args...)
+	m := st.NewMsg(st.JSONRPC, false, "wait 3s renewed")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if _, err := st.Send(ctx, a.url, m); err == nil {
+		t.Fatal("the first attempt answered within 300ms; want it cut")
+	}
+	cancel()
+	for _, at := range []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond} {
+		time.Sleep(time.Until(start.Add(at)))
+		r, err := st.Send(context.Background(), b.url, m)
+		if err != nil || r.Status != http.StatusConflict {
+			t.Errorf("retry through the other proxy %v after the first attempt: %v, %v; want 409", at, r, err)
+		}
+	}
+	st.RetryUntil(t, b.url, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
+	checkRuns(t, up, 1)
+}
