@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -314,4 +315,63 @@ func TestLeaseRenewedAcrossProxies(t *testing.T) {
 	}
 	st.RetryUntil(t, b.url, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
 	checkRuns(t, up, 1)
+}
+
+// SIGTERM stops the proxy gracefully: a send in flight is answered, then the
+// process exits with status 0.
+func TestProxyGracefulShutdown(t *testing.T) {
+	up := startUpstream(t)
+	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
+	m := st.NewMsg(st.HTTPJSON, false, "wait 1s graceful")
+	done := make(chan st.Answer, 1)
+	go func() {
+		a, err := st.Send(context.Background(), p.url, m)
+		if err != nil {
+			a.Raw = err.Error()
+		}
+		done <- a
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; !a.IsTask() || a.State != st.Completed {
+		t.Errorf("the send in flight at SIGTERM: %v; want its task, completed", a)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("the proxy after SIGTERM: %v; want exit status 0", err)
+	}
+	checkRuns(t, up, 1)
+}
+
+// The admin listener: /healthz answers while the key store does, /metrics counts
+// the middleware's outcomes in Prometheus text format.
+func TestProxyAdmin(t *testing.T) {
+	up := startUpstream(t)
+	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
+	_, rest, _ := strings.Cut(p.line, "admin ")
+	admin, _, _ := strings.Cut(rest, ",")
+	if got := string(get(t, admin+"/healthz")); got != "ok\n" {
+		t.Errorf("/healthz: %q", got)
+	}
+	m := st.NewMsg(st.JSONRPC, false, "counted")
+	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
+	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
+	metrics := string(get(t, admin+"/metrics"))
+	for _, line := range []string{
+		`a2a_idempotency_sends_total{outcome="claimed",binding="JSONRPC",version="1.0",streaming="false"} 1`,
+		`a2a_idempotency_sends_total{outcome="replayed",binding="JSONRPC",version="1.0",streaming="false"} 1`,
+	} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", line, metrics)
+		}
+	}
+	if resp, err := http.Get(p.url + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
+			t.Error("the public port serves the metrics")
+		}
+	}
 }

@@ -60,6 +60,8 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd *exec.Cmd
 	url string
+	// line is the line that named the URL.
+	line string
 }
 
 // startProcess starts bin with args and waits for the line naming its URL: the
@@ -87,20 +89,21 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening "); ok {
-				u, _, _ := strings.Cut(rest, ",")
-				lines <- u
+			if strings.Contains(sc.Text(), "listening ") {
+				lines <- sc.Text()
 			}
 		}
 		close(lines)
 	}()
 	select {
-	case u, ok := <-lines:
+	case line, ok := <-lines:
 		if !ok {
 			cmd.Wait()
 			t.Fatalf("%s exited before it listened:\n%s", bin, stderr.String())
 		}
-		p.url = u
+		_, rest, _ := strings.Cut(line, "listening ")
+		p.url, _, _ = strings.Cut(rest, ",")
+		p.line = line
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not listen within 30s:\n%s", bin, stderr.String())
 	}
