@@ -131,40 +131,58 @@ func (l *liveForwards) has(k waitKey) bool {
 // so that the index's clock agrees it has.
 const leaseSlack = 50 * time.Millisecond
 
-// keepLease renews the lease of cs's claim on k until ctx ends or the key is bound:
-// when the lease ends, it claims the key again, which the index grants to the same
-// message once the lease has ended, and cs adopts the new token. A retry on another
-// process that claims at that very moment may win instead; then the claim is lost,
-// and this is logged. (KeyIndex has no call that extends a lease in place.)
-func (c core) keepLease(ctx context.Context, k claimKey, cs *ClaimedSend) {
-	end := time.Now().Add(c.lease)
-	for {
-		t := time.NewTimer(time.Until(end) + leaseSlack)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k) })
-		switch {
-		case bound, ctx.Err() != nil:
-			return
-		case err != nil:
-			c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: renewing the lease of a keyed send still running failed; trying again",
-				slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)), slog.Any("error", err))
-			end = time.Now().Add(time.Second)
-		case cl.Status == idempotency.Claimed:
-			end = time.Now().Add(c.lease)
-		case cl.Status == idempotency.HeldBySameMessage && cl.Record.Pending() &&
-			cl.Record.LeaseExpiresAt.Before(time.Now().Add(c.lease/2)):
-			// The index's clock says the lease has not quite ended yet.
-			end = cl.Record.LeaseExpiresAt
-		default:
-			c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: the lease of a keyed send still running ended and a retry "+
-				"on another process took the claim over; the agent may run twice for this key (raise Lease)",
-				slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)))
-			return
+// keepLease renews the lease of cs's claim on k until ctx ends, the key is bound, or
+// the returned stop is called: when the lease ends, it claims the key again, which the
+// index grants to the same message once the lease has ended, and cs adopts the new
+// token. A retry on another process that claims at that very moment may win instead;
+// then the claim is lost, and this is logged. (KeyIndex has no call that extends a
+// lease in place.) It runs on a timer, not a goroutine of its own, until the lease
+// first ends.
+func (c core) keepLease(ctx context.Context, k claimKey, cs *ClaimedSend) (stop func()) {
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopped := false
+	var schedule func(end time.Time)
+	schedule = func(end time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(time.Until(end)+leaseSlack, func() {
+				if next, ok := c.renewLease(ctx, k, cs); ok {
+					schedule(next)
+				}
+			})
 		}
 	}
+	schedule(time.Now().Add(c.lease))
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		timer.Stop()
+	}
+}
+
+// renewLease renews cs's claim on k once, and returns when the lease it holds then
+// ends, or false when there is nothing more to renew.
+func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time.Time, bool) {
+	cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k) })
+	switch {
+	case bound, ctx.Err() != nil:
+		return time.Time{}, false
+	case err != nil:
+		c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: renewing the lease of a keyed send still running failed; trying again",
+			slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)), slog.Any("error", err))
+		return time.Now().Add(time.Second), true
+	case cl.Status == idempotency.Claimed:
+		return time.Now().Add(c.lease), true
+	case cl.Status == idempotency.HeldBySameMessage && cl.Record.Pending() &&
+		cl.Record.LeaseExpiresAt.Before(time.Now().Add(c.lease/2)):
+		// The index's clock says the lease has not quite ended yet.
+		return cl.Record.LeaseExpiresAt, true
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: the lease of a keyed send still running ended and a retry "+
+		"on another process took the claim over; the agent may run twice for this key (raise Lease)",
+		slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)))
+	return time.Time{}, false
 }

@@ -24,7 +24,7 @@ func (x *exchange) forward(token idempotency.Token) {
 	defer x.c.live.add(x.k.waitKey())()
 	ctx, cw, stop := x.detach(cs)
 	defer stop()
-	go x.c.keepLease(ctx, x.k, cs)
+	defer x.c.keepLease(ctx, x.k, cs)()
 	x.w = cw
 	defer func() {
 		if hooked, _ := cs.state(); hooked {
