@@ -71,9 +71,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "a2a-idempotency-proxy:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return
 		}
+		fmt.Fprintln(os.Stderr, "a2a-idempotency-proxy:", err)
 		os.Exit(2)
 	}
 }
@@ -108,20 +109,16 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	fs := flag.NewFlagSet("a2a-idempotency-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var upstream string
-	store := defaultStore
-	if v := getenv(storeEnv); v != "" {
-		store = v
-	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8090", "`host:port` clients reach the proxy at; port 0 picks a free port")
 	fs.StringVar(&c.admin, "admin", "127.0.0.1:8091", "`host:port` of the admin listener (/healthz, /livez, /metrics); empty turns it off")
 	fs.StringVar(&upstream, "upstream", "", "base `URL` of the A2A server behind the proxy (required), e.g. http://127.0.0.1:8080")
 	fs.StringVar(&c.publicURL, "public-url", "", "base `URL` clients use to reach the proxy; the agent card's interface URLs are rewritten to it (default: http:// and the Host the card was asked for)")
-	fs.StringVar(&c.store, "store", store, "key store: a SQLite file `path`, or a postgres:// DSN (default from $"+storeEnv+" when set)")
+	fs.StringVar(&c.store, "store", defaultStore, "key store: a SQLite file `path`, or a postgres:// DSN; when the flag is not given, $"+storeEnv+" (when set) names it, so that a password stays out of the process list")
 	fs.StringVar(&c.table, "table", sqlstore.DefaultTable, "key table `name`")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys appear in full only at DEBUG)")
 	fs.DurationVar(&c.mw.Lease, "lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry may take it over")
 	fs.Func("early-bind", "`mode` of forwarding keyed blocking sends as streaming sends to learn their task at the first event: "+
-		"auto (when the upstream's card says it streams; the proxy reads the card every minute), always, or off", func(v string) error {
+		"auto (when the upstream's card says it streams; the proxy reads the card every minute), always, or off (default auto)", func(v string) error {
 		mode, ok := earlyBindModes[v]
 		if !ok {
 			return fmt.Errorf("want auto, always or off")
@@ -146,6 +143,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	storeSet := false
+	fs.Visit(func(f *flag.Flag) { storeSet = storeSet || f.Name == "store" })
+	if v := getenv(storeEnv); v != "" && !storeSet {
+		c.store = v
 	}
 	if upstream == "" {
 		return nil, errors.New("-upstream is required: the base URL of the A2A server, e.g. -upstream http://127.0.0.1:8080")
