@@ -19,19 +19,20 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 )
 
-// Binding is an A2A v1.0 binding, named as the middleware's events name it.
-type Binding string
+// Binding is an A2A v1.0 binding, as wireclient names them.
+type Binding = wireclient.Binding
 
 // The bindings.
 const (
-	JSONRPC  Binding = "JSONRPC"
-	HTTPJSON Binding = "HTTP+JSON"
+	JSONRPC  = wireclient.JSONRPC
+	HTTPJSON = wireclient.HTTPJSON
 )
 
 // Bindings lists both.
-var Bindings = []Binding{JSONRPC, HTTPJSON}
+var Bindings = wireclient.Bindings
 
 // Task states the tests look for.
 const (
