@@ -194,7 +194,7 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 	case c.kind == carryError && st.cs.hookFailed():
 		// The code behind could not bind the key, so the agent did not run: fail
 		// closed as a unary send does (see heldBackWriter).
-		writeFailure(x.w, x.s.d, x.s, unavailableFailure(), true)
+		writeFailure(x.w, x.s.d, x.s, x.c.notBoundBehind(x.r.Context(), &x.ks), true)
 		return OutcomeUnavailable, true
 	case c.kind == carryError:
 		f := c.fail
