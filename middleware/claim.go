@@ -31,7 +31,9 @@ type ClaimedSend struct {
 	// detached context, which has no deadline of its own.
 	timeout time.Duration
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// onBind, when set, is called (with mu held) after each successful bind.
+	onBind  func()
 	hooked  bool  // Bind was called by code behind the middleware
 	hookErr error // the last error of such a call
 	bound   bool
@@ -61,8 +63,30 @@ func (c *ClaimedSend) Key() string { return c.key }
 // MessageID returns the id of the message that claimed the key.
 func (c *ClaimedSend) MessageID() string { return c.messageID }
 
-// Token returns the claim's fencing token.
-func (c *ClaimedSend) Token() idempotency.Token { return c.token }
+// Token returns the claim's fencing token. The middleware renews a claim whose lease
+// ends while its forward still runs by claiming it again, which gives it a new token.
+func (c *ClaimedSend) Token() idempotency.Token {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// renew claims the key again through claim, to renew the lease of a claim whose
+// forward still runs, unless the key is bound (bound reports that), and adopts the
+// new token when it is granted. It holds the claim's lock throughout, so that a bind
+// never uses a token the renewal is replacing.
+func (c *ClaimedSend) renew(claim func() (idempotency.Claim, error)) (cl idempotency.Claim, bound bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bound {
+		return idempotency.Claim{}, true, nil
+	}
+	cl, err = claim()
+	if err == nil && cl.Status == idempotency.Claimed {
+		c.token = cl.Token
+	}
+	return cl, false, err
+}
 
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it
 // before the agent's first step; when it returns an error, the claim was lost (taken
@@ -98,6 +122,9 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		c.hookErr = nil
 	}
 	c.bound, c.binding = true, b
+	if c.onBind != nil {
+		c.onBind()
+	}
 	if c.waiters != nil {
 		c.waiters.notify(waitKey{c.scope, c.key})
 	}

@@ -26,7 +26,12 @@ type core struct {
 	observe      func(Event)
 	tasks        TaskSource
 	waiters      *notifier
-	next         http.Handler
+	// live counts this process's forwards by key; forwardTimeout bounds one after its
+	// client left.
+	live           *liveForwards
+	forwardTimeout time.Duration
+	early          *earlyBinder
+	next           http.Handler
 }
 
 // claimKey names a keyed send in the index: its scope, its key, and the message that
@@ -70,7 +75,7 @@ type decision struct {
 func (c core) decide(ctx context.Context, k claimKey) decision {
 	deadline := time.Now().Add(c.replayWait)
 	for claims := 1; ; claims++ {
-		cl, err := c.claim(ctx, k)
+		cl, err := c.claimUnlessLive(ctx, k)
 		if err != nil {
 			return decision{kind: decideUnavailable, op: "claim", err: err}
 		}
@@ -97,6 +102,25 @@ func (c core) decide(ctx context.Context, k claimKey) decision {
 	}
 }
 
+// claimUnlessLive claims k, unless a forward of k is live in this process: a claim
+// made after that forward's lease ended would take it over, so its record is read
+// instead, as a claim that found the key held reads it.
+func (c core) claimUnlessLive(ctx context.Context, k claimKey) (idempotency.Claim, error) {
+	if !c.live.has(k.waitKey()) {
+		return c.claim(ctx, k)
+	}
+	rec, found, err := c.lookup(ctx, k)
+	switch {
+	case err != nil:
+		return idempotency.Claim{}, err
+	case !found:
+		return c.claim(ctx, k)
+	case rec.MessageID != k.messageID:
+		return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, nil
+	}
+	return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: rec}, nil
+}
+
 func (c core) claim(ctx context.Context, k claimKey) (idempotency.Claim, error) {
 	ctx, cancel := c.indexContext(ctx, false)
 	defer cancel()
@@ -109,7 +133,8 @@ func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, dea
 	interval := 5 * time.Millisecond
 	for {
 		now := time.Now()
-		if !rec.LeaseExpiresAt.IsZero() && !now.Before(rec.LeaseExpiresAt) {
+		if !rec.LeaseExpiresAt.IsZero() && !now.Before(rec.LeaseExpiresAt) && !c.live.has(k.waitKey()) {
+			// (A forward of this process is alive: it renews its lease.)
 			return decision{kind: decideForward, rec: rec}
 		}
 		if !now.Before(deadline) {

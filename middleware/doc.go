@@ -64,10 +64,9 @@
 //     before the agent runs. Otherwise the middleware binds it from the answer: the
 //     task or Message of a non-streamed answer, or the first event of a stream (held
 //     back until the key is bound, then passed on live). When the send fails before
-//     a task or Message exists, the key is released, so an identical retry runs. When
-//     the client went away and nothing behind the middleware bound the key, the agent
-//     may still be running (a2a-go runs it detached from the request), so the key
-//     stays pending until its lease ends.
+//     a task or Message exists, the key is released, so an identical retry runs. The
+//     forward does not stop when the client leaves: it goes on until the key is bound
+//     (see "Servers the kit cannot see inside").
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
 //     Message again (the index holds it as v1.0 JSON; a v0.3 retry gets it converted
 //     as a2a-go's v0.3 handlers convert), or the task as it is now: a GetTask (v0.3:
@@ -103,6 +102,70 @@
 // Every answer to a keyed send the middleware handled carries the response header
 // A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
 // name for it), except the refusal for an index that cannot honour keys.
+//
+// # Servers the kit cannot see inside
+//
+// The middleware keeps its promise, one run per key, in front of any handler that
+// speaks A2A over HTTP: an a2a-go server without the adapter, a Go server the
+// operator cannot change, or a server in another language behind an
+// httputil.ReverseProxy (cmd/a2a-idempotency-proxy is that, ready made). There it
+// only sees the wire, so it binds each key from the answers, and it makes sure it
+// gets them (SPEC §6):
+//
+//   - The forward of a claimed first send is detached from the client. When the
+//     client leaves, the request the wrapped handler serves is not cancelled, and what
+//     it writes is discarded, until the answer binds the key: the task or Message of a
+//     unary answer, the first event of a stream. Then the forward is cut (a stream is
+//     not drained further; a server that stops a run when its client leaves stops it
+//     then, as it would for the client). Options.ForwardTimeout after the client left,
+//     an unbound forward is cut all the same, and the key stays pending until its
+//     lease ends.
+//   - While that forward runs unbound, its lease is renewed when it ends (the
+//     middleware claims the key again for the same message, which the index grants
+//     once the lease has ended, and keeps the new token), and retries in this process
+//     never take the claim over: they wait, and answer 409 after ReplayWait. A retry in
+//     another process that claims at the very moment the lease ends may win against
+//     the renewal; the middleware logs that, and the agent may then run twice. Keep
+//     Lease well above ReplayWait; with SQLite or a single proxy there is one process.
+//   - Early bind (Options.EarlyBind): a keyed blocking SendMessage (A2A v1.0, without
+//     configuration.returnImmediately) is forwarded as a SendStreamingMessage when the
+//     last agent card the middleware served (to a client, or to the proxy, which reads
+//     its card every minute) says capabilities.streaming, and nothing behind the
+//     middleware binds keys itself (once the a2a-go adapter has bound one, sends are
+//     forwarded as sent). The key is bound at the stream's first event, so a retry
+//     during a long run gets the task at once, as with the adapter. The rest of the
+//     stream is read and dropped, and when it ends the client gets the unary answer it
+//     asked for: the task as a GetTask reads it then (its history shaped by the send's
+//     historyLength, all of it when absent), the agent's Message, or the error the
+//     stream began with, with the middleware's headers rather than the server's. A
+//     server that answers the streaming form without a stream gets the send as it was
+//     sent, and no early bind until it serves a card again (EarlyBindAlways: for a
+//     minute). v0.3 sends, streaming sends and non-blocking sends are forwarded as
+//     sent.
+//   - Requests the middleware makes on behalf of a client (task reads, subscriptions,
+//     probes) route as fresh client requests do, whatever state the router keeps in
+//     the request context (chi's route context, gorilla/mux's variables): when the
+//     request came through a net/http server, they are served by that server's own
+//     handler, from the top, with a fresh context (only the server and local address
+//     values net/http puts there) and the request-target the client would have sent.
+//     Outer middleware, an authentication middleware included, sees them as it sees a
+//     client's request, with the retry's own headers. Values a server's BaseContext or
+//     ConnContext adds are not in their context.
+//
+// What a client sees, by server:
+//
+//   - a2a-go with the adapter: the key is bound before the agent runs. A retry gets
+//     the task at once, in whatever state it has reached.
+//   - A server whose card says it streams (any language, behind the proxy or the
+//     middleware alone): early bind. A retry gets the task within moments of the first
+//     attempt's start (its first event); the first attempt's client gets its unary
+//     answer when the run ends, as before.
+//   - A server that does not stream, or EarlyBindOff: the key is bound when the first
+//     attempt's answer comes. Until then a retry waits ReplayWait and gets 409 with
+//     Retry-After, even when its client has left; it never runs the agent again while
+//     the forward is alive. After a crash of the process that forwarded, a retry takes
+//     the key over when the lease ends: if the server had started the agent, it runs
+//     again (no kit can see inside a server that tells nothing before it answers).
 //
 // # Errors on the wire
 //
@@ -198,6 +261,9 @@
 //	exchange.go        one keyed send over HTTP: the core's decision, answered
 //	claim.go           ClaimedSend, the claim code behind the middleware binds with
 //	forward.go         the forwarded answer's writers, and the settler
+//	detach.go          a forward that outlives its client; lease renewal; live forwards
+//	early.go           early bind: a unary send forwarded as a stream
+//	inner.go           the middleware's own requests, routed as fresh ones
 //	replay.go          replays: task reads, the subscription's writer
 //	probe.go           whether an execution still runs
 //	notify.go          waking the retries of this process

@@ -19,6 +19,8 @@ type exchange struct {
 	s  *send
 	ks Send // what the core knows of s
 	k  claimKey
+	// body is the request's body, as read.
+	body []byte
 }
 
 // Messages of the middleware's refusals; they say what to do.

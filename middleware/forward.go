@@ -21,9 +21,25 @@ const maxAnswerCopy = 32 << 20
 // to what it produced, or releases the key when it produced nothing.
 func (x *exchange) forward(token idempotency.Token) {
 	cs := x.c.newClaim(x.k, token)
-	fw := &forwardWriter{w: x.w}
+	defer x.c.live.add(x.k.waitKey())()
+	ctx, cw, stop := x.detach(cs)
+	defer stop()
+	defer x.c.keepLease(ctx, x.k, cs)()
+	x.w = cw
+	defer func() {
+		if hooked, _ := cs.state(); hooked {
+			x.c.early.bindsItself.Store(true)
+		}
+	}()
+	if req := x.earlySend(); req != nil {
+		if o, ok := x.forwardEarly(req.WithContext(withClaimedSend(ctx, cs)), &settler{x: x, d: x.s.d, cs: cs}); ok {
+			x.observe(o)
+			return
+		}
+	}
+	fw := &forwardWriter{w: cw}
 	fw.st = settler{x: x, d: x.s.d, cs: cs}
-	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(x.r.Context(), cs)))
+	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(ctx, cs)))
 	x.observe(fw.finish())
 }
 

@@ -38,6 +38,8 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 		return nil, fmt.Errorf("middleware: negative MaxBodyBytes %d", opts.MaxBodyBytes)
 	case opts.IndexTimeout < 0:
 		return nil, fmt.Errorf("middleware: negative IndexTimeout %v", opts.IndexTimeout)
+	case opts.ForwardTimeout < 0:
+		return nil, fmt.Errorf("middleware: negative ForwardTimeout %v", opts.ForwardTimeout)
 	}
 	if opts.Lease == 0 {
 		opts.Lease = DefaultLease
@@ -51,6 +53,9 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 	if opts.IndexTimeout == 0 {
 		opts.IndexTimeout = DefaultIndexTimeout
 	}
+	if opts.ForwardTimeout == 0 {
+		opts.ForwardTimeout = DefaultForwardTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -59,15 +64,18 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 	}
 	m := &middleware{
 		core: core{
-			index:        index,
-			lease:        opts.Lease,
-			soleInstance: opts.SoleInstance,
-			replayWait:   opts.ReplayWait,
-			indexTimeout: opts.IndexTimeout,
-			log:          opts.Logger,
-			observe:      opts.Observe,
-			tasks:        opts.Tasks,
-			waiters:      &notifier{},
+			index:          index,
+			lease:          opts.Lease,
+			soleInstance:   opts.SoleInstance,
+			replayWait:     opts.ReplayWait,
+			indexTimeout:   opts.IndexTimeout,
+			log:            opts.Logger,
+			observe:        opts.Observe,
+			tasks:          opts.Tasks,
+			waiters:        &notifier{},
+			live:           &liveForwards{},
+			forwardTimeout: opts.ForwardTimeout,
+			early:          &earlyBinder{mode: opts.EarlyBind},
 		},
 		scope:        opts.Scope,
 		maxBodyBytes: opts.MaxBodyBytes,
@@ -191,7 +199,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := h.m.core
 	c.next = h.next
-	x := &exchange{c: c, w: w, r: r, s: s}
+	x := &exchange{c: c, w: w, r: r, s: s, body: body}
 	x.run(h.m)
 }
 

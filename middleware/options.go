@@ -23,6 +23,9 @@ const (
 	DefaultMaxBodyBytes = 10 << 20
 	// DefaultIndexTimeout bounds each call to the index.
 	DefaultIndexTimeout = 5 * time.Second
+	// DefaultForwardTimeout bounds a claimed first send's forward once its client
+	// has left and until its key is bound.
+	DefaultForwardTimeout = 10 * time.Minute
 )
 
 // Options configure the middleware. The zero value works: every field has a default.
@@ -55,6 +58,22 @@ type Options struct {
 	// new process at once, and in a2a-go's cluster mode (the execution runs on
 	// another worker).
 	SoleInstance bool
+
+	// ForwardTimeout bounds the forward of a claimed first send once its client has
+	// left. The forward does not stop when the client leaves: it goes on, detached
+	// from the client (what it writes is discarded), until the answer binds the key
+	// (the task or Message of a unary answer, the first event of a stream), and is
+	// then cut; ForwardTimeout after the client left it is cut all the same, and the
+	// key stays pending until its lease ends. Default [DefaultForwardTimeout]. While such a forward
+	// runs unbound, the middleware renews its lease and this process's retries never
+	// take it over (see the package documentation, "Servers the kit cannot see
+	// inside").
+	ForwardTimeout time.Duration
+
+	// EarlyBind says whether a keyed blocking SendMessage is forwarded as a
+	// streaming send, so that its key is bound at the first event rather than when
+	// the run ends; default [EarlyBindAuto].
+	EarlyBind EarlyBind
 
 	// ReplayWait is how long a retry waits for an in-flight first attempt's task;
 	// default [DefaultReplayWait]. Negative means do not wait.

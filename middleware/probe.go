@@ -24,11 +24,11 @@ func (x *exchange) executionRunning(taskID string) bool {
 	ctx, cancel := context.WithCancel(x.r.Context())
 	defer cancel()
 	pw := &probeWriter{header: make(http.Header), d: x.s.d, event: make(chan struct{})}
-	req := x.s.d.subscribeRequest(x.r, x.s, taskID).WithContext(ctx)
+	req := x.s.d.subscribeRequest(x.r, x.s, taskID)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		x.c.next.ServeHTTP(pw, req)
+		x.serveInner(pw, req, ctx)
 	}()
 	timer := time.NewTimer(probeWait)
 	defer timer.Stop()

@@ -69,7 +69,7 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 		return task, nil
 	}
 	bw := &bufferWriter{header: make(http.Header)}
-	x.c.next.ServeHTTP(bw, x.s.d.taskRequest(x.r, x.s, taskID))
+	x.serveInner(bw, x.s.d.taskRequest(x.r, x.s, taskID), x.r.Context())
 	return x.s.d.taskAnswer(bw.code(), bw.buf.Bytes())
 }
 
@@ -78,7 +78,7 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 // finished (a2a-go then refuses the subscription) the answer is the task alone.
 func (x *exchange) replayStream(rec idempotency.Record) {
 	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header), taskID: rec.TaskID}
-	x.c.next.ServeHTTP(sw, x.s.d.subscribeRequest(x.r, x.s, rec.TaskID))
+	x.serveInner(sw, x.s.d.subscribeRequest(x.r, x.s, rec.TaskID), x.r.Context())
 	if sw.passing {
 		return
 	}

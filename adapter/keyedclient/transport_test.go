@@ -234,12 +234,14 @@ func TestUnavailableIndexRetried(t *testing.T) {
 }
 
 // While the first attempt of a send is in flight and its task is not known (no adapter
-// binds it early), the middleware answers a retry 409 with Retry-After. The client
-// retries that, gives up after its attempts with an error that says so, and a later
-// send of the same message gets the task.
+// binds it early, and the middleware does not forward it as a stream to bind it
+// early), the middleware answers a retry 409 with Retry-After. The client retries
+// that, gives up after its attempts with an error that says so, and a later send of
+// the same message gets the task.
 func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 	agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{ReplayWait: time.Millisecond})
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{ReplayWait: time.Millisecond,
+		EarlyBind: middleware.EarlyBindOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,10 +268,11 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 	}
 }
 
-// A client that goes away while its keyed send runs leaves the key pending: the
-// agent may go on in the background (a2a-go runs it detached from the request), so
-// an identical retry must not run it again. It waits, then gets 409.
-func TestClientGoneKeepsKeyPending(t *testing.T) {
+// A client that goes away while its keyed send runs does not stop the forward: it
+// goes on without the client until the answer binds the key (SPEC §6). Until then an
+// identical retry waits and gets 409, and never runs the agent again; once the agent
+// goes on and answers, the key is bound, and a retry gets the task.
+func TestClientGoneForwardGoesOn(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
@@ -288,17 +289,21 @@ func TestClientGoneKeepsKeyPending(t *testing.T) {
 			if err := within(t, done, "cancelled send"); err == nil {
 				t.Fatal("cancelled send succeeded")
 			}
-			h.expectOutcomes(middleware.OutcomeClaimed)
 
 			_, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if x := h.wire.last(); err == nil || x.status != http.StatusConflict {
-				t.Fatalf("retry: %v (HTTP %d), want 409", err, x.status)
+				t.Fatalf("retry while the first attempt holds: %v (HTTP %d), want 409", err, x.status)
+			}
+			h.expectOutcomes(middleware.OutcomeInFlight)
+
+			h.releaseAgents()
+			h.expectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeClaimed)
+			evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || len(evs) == 0 || taskOf(evs[0]) == "" {
+				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
 			}
 			if n := h.agent.runsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
-			}
-			if !strings.Contains(h.logs.String(), "key stays pending until its lease ends") {
-				t.Fatalf("logs %q do not say why the key stays pending", h.logs.String())
 			}
 		})
 	}
