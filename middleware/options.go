@@ -166,4 +166,30 @@ type Event struct {
 	Streaming bool
 	// Scope is the scope the key was claimed in.
 	Scope string
+	// RequestID is the request_id attribute of the middleware's log lines about this
+	// send: the request's X-Request-Id when it is short and printable, or else one the
+	// middleware made up.
+	RequestID string
+	// BoundBy is what bound the key to this send's task or reply: [BoundByAdapter],
+	// [BoundByAnswer], or [BoundByNone] when this send bound nothing (a retry, a
+	// refusal, or a first send whose key stays pending until its lease ends).
+	BoundBy BoundBy
+
+	// The time the middleware itself spent on the send, apart from the wrapped
+	// handler's: IndexTime in calls to the index (claim, lookups, bind, release and,
+	// when asked, [idempotency.Honouring]); WaitTime waiting for an in-flight first
+	// attempt to make its task known; ReplayTime reading the first attempt's task to
+	// answer a retry (until the first event, for a streaming retry). Each is zero when
+	// the send did not do it.
+	IndexTime, WaitTime, ReplayTime time.Duration
 }
+
+// BoundBy names what bound a key to what its first send produced.
+type BoundBy string
+
+// What bound a key, in [Event.BoundBy].
+const (
+	BoundByNone    BoundBy = ""        // this send bound nothing
+	BoundByAdapter BoundBy = "adapter" // the adapter, before the agent ran
+	BoundByAnswer  BoundBy = "answer"  // the middleware, from the wrapped handler's answer
+)
