@@ -152,4 +152,3 @@ func label(m *dto.Metric, name string) string {
 	}
 	return ""
 }
-
