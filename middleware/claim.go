@@ -38,6 +38,9 @@ type ClaimedSend struct {
 	hookErr error // the last error of such a call
 	bound   bool
 	binding idempotency.Binding
+	boundBy BoundBy // what made the first successful bind
+	// indexTime is the time the binds spent in the index.
+	indexTime time.Duration
 }
 
 type claimedSendKey struct{}
@@ -112,7 +115,10 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	if err := c.index.Bind(ctx, c.scope, c.key, c.token, b); err != nil {
+	start := time.Now()
+	err := c.index.Bind(ctx, c.scope, c.key, c.token, b)
+	c.indexTime += time.Since(start)
+	if err != nil {
 		if hook {
 			c.hookErr = err
 		}
@@ -120,6 +126,12 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 	}
 	if hook {
 		c.hookErr = nil
+	}
+	if !c.bound {
+		c.boundBy = BoundByAnswer
+		if hook {
+			c.boundBy = BoundByAdapter
+		}
 	}
 	c.bound, c.binding = true, b
 	if c.onBind != nil {
@@ -145,6 +157,14 @@ func (c *ClaimedSend) state() (hooked, bound bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hooked, c.bound
+}
+
+// report returns what bound the key through this handle, and the time its binds
+// spent in the index.
+func (c *ClaimedSend) report() (BoundBy, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.boundBy, c.indexTime
 }
 
 // hookFailed reports whether the last Bind by code behind the middleware failed, so

@@ -166,7 +166,7 @@ func (c core) keepLease(ctx context.Context, k claimKey, cs *ClaimedSend) (stop 
 // renewLease renews cs's claim on k once, and returns when the lease it holds then
 // ends, or false when there is nothing more to renew.
 func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time.Time, bool) {
-	cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k) })
+	cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k, new(timing)) })
 	switch {
 	case bound, ctx.Err() != nil:
 		return time.Time{}, false

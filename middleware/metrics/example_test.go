@@ -56,4 +56,5 @@ func Example() {
 	// Output:
 	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",streaming="false",version="1.0"} 1
 	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 1
+	// a2a_idempotency_keys_bound_total{bound_by="answer"} 1
 }
