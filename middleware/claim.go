@@ -30,6 +30,8 @@ type ClaimedSend struct {
 	// timeout, when positive, bounds each index call: the adapter binds on a2a-go's
 	// detached context, which has no deadline of its own.
 	timeout time.Duration
+	// requestID is the request_id of the middleware's log lines about the send.
+	requestID string
 
 	mu sync.Mutex
 	// onBind, when set, is called (with mu held) after each successful bind.
@@ -90,6 +92,11 @@ func (c *ClaimedSend) renew(claim func() (idempotency.Claim, error)) (cl idempot
 	}
 	return cl, false, err
 }
+
+// RequestID returns the request_id the middleware's log lines about the send carry,
+// for the log lines of code behind it (the adapter's carry it too), so that a grep
+// for it follows the send from claim to bind.
+func (c *ClaimedSend) RequestID() string { return c.requestID }
 
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it
 // before the agent's first step; when it returns an error, the claim was lost (taken

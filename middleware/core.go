@@ -208,7 +208,7 @@ func (c core) release(ctx context.Context, k claimKey, token idempotency.Token, 
 func (c core) newClaim(send *Send, token idempotency.Token) *ClaimedSend {
 	k := send.k
 	return &ClaimedSend{index: c.index, scope: k.scope, key: k.key, messageID: k.messageID, token: token,
-		waiters: c.waiters, timeout: c.indexTimeout}
+		waiters: c.waiters, timeout: c.indexTimeout, requestID: send.RequestID}
 }
 
 // indexContext bounds an index call made within ctx. Calls after the wrapped handler

@@ -172,7 +172,7 @@ func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time
 		return time.Time{}, false
 	case err != nil:
 		c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: renewing the lease of a keyed send still running failed; trying again",
-			slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)), slog.Any("error", err))
+			slog.String("request_id", cs.RequestID()), slog.String("key", idempotency.RedactKey(k.key)), slog.String("scope", k.scope), slog.Any("error", err))
 		return time.Now().Add(time.Second), true
 	case cl.Status == idempotency.Claimed:
 		return time.Now().Add(c.lease), true
@@ -183,6 +183,6 @@ func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: the lease of a keyed send still running ended and a retry "+
 		"on another process took the claim over; the agent may run twice for this key (raise Lease)",
-		slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)))
+		slog.String("request_id", cs.RequestID()), slog.String("key", idempotency.RedactKey(k.key)), slog.String("scope", k.scope))
 	return time.Time{}, false
 }

@@ -209,7 +209,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
 	var exec a2asrv.AgentExecutor = h.agent
 	if cfg.adapter {
-		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.DiscardHandler)})
+		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
 	}
 	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()

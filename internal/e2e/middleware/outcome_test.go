@@ -34,8 +34,8 @@ type hookIndex struct {
 	// that found a record.
 	afterClaim  func(c idempotency.Claim)
 	afterLookup func(rec idempotency.Record)
-	// releaseErr fails every Release.
-	releaseErr error
+	// releaseErr fails every Release; bindErr every Bind.
+	releaseErr, bindErr error
 }
 
 func newHookIndex() *hookIndex { return &hookIndex{KeyIndex: memstore.New(memstore.Options{})} }
@@ -59,6 +59,13 @@ func (ix *hookIndex) Lookup(ctx context.Context, scope, key string) (idempotency
 		ix.afterLookup(rec)
 	}
 	return rec, found, err
+}
+
+func (ix *hookIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
+	if ix.bindErr != nil {
+		return ix.bindErr
+	}
+	return ix.KeyIndex.Bind(ctx, scope, key, token, b)
 }
 
 func (ix *hookIndex) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
@@ -186,7 +193,9 @@ type outcomeCase struct {
 	want middleware.Outcome
 	got  answer
 	// event checks more of the checked send's Event.
-	event func(t *testing.T, e middleware.Event)
+	event func(t *testing.T, h *harness, e middleware.Event)
+	// unary runs the case on unary sends only.
+	unary bool
 }
 
 func echoSend(ctx context.Context, h *harness, m mode, msg *a2a.Message) error {
@@ -206,7 +215,7 @@ var outcomeCases = []outcomeCase{
 		run:  freshSend,
 		want: middleware.OutcomeClaimed,
 		got:  answer{ok: true, contains: "echo: echo"},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAnswer || e.IndexTime <= 0 || e.WaitTime != 0 || e.ReplayTime != 0 {
 				t.Errorf("event %+v: want bound by the answer, index time only", e)
 			}
@@ -218,7 +227,7 @@ var outcomeCases = []outcomeCase{
 		run:  freshSend,
 		want: middleware.OutcomeClaimed,
 		got:  answer{ok: true, contains: "echo: echo"},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAdapter {
 				t.Errorf("event %+v: want bound by the adapter", e)
 			}
@@ -261,7 +270,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeReplayed,
 		got:  answer{ok: true, contains: "echo: echo twice"},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByNone || e.ReplayTime <= 0 || e.IndexTime <= 0 {
 				t.Errorf("event %+v: want replay and index time, bound by none", e)
 			}
@@ -279,7 +288,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeInFlight,
 		got:  answer{status: http.StatusConflict, rpcCode: -32000, contains: "still in flight", retryAfter: true},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			// ReplayWait runs from before the claim, so the wait may be a little shorter.
 			if e.WaitTime < 10*time.Millisecond {
 				t.Errorf("event %+v: want a wait time of about ReplayWait (20ms)", e)
@@ -323,6 +332,36 @@ var outcomeCases = []outcomeCase{
 		run:  freshSend,
 		want: middleware.OutcomeUnavailable,
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
+	},
+	{
+		// The adapter cannot bind the key, so the agent does not run: the middleware
+		// answers a unary send 503 instead of a2a-go's own error. (A stream's headers
+		// are out by then: it gets a2a-go's error event, and its key is released.)
+		name:  "unavailable/adapter",
+		unary: true,
+		cfg: func(c *harnessConfig) {
+			ix := newHookIndex()
+			ix.bindErr = errors.New("bind lost")
+			c.index, c.adapter = ix, true
+		},
+		run:  freshSend,
+		want: middleware.OutcomeUnavailable,
+		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
+		event: func(t *testing.T, h *harness, e middleware.Event) {
+			if h.agent.total() != 0 || e.BoundBy != middleware.BoundByNone {
+				t.Errorf("event %+v, %d runs: want the agent not run and nothing bound", e, h.agent.total())
+			}
+			// The adapter's log line names the send as the middleware's lines do.
+			var adapterLine string
+			for line := range strings.Lines(h.logs.String()) {
+				if strings.Contains(line, "adapter: idempotency key not bound") {
+					adapterLine = line
+				}
+			}
+			if !strings.Contains(adapterLine, "request_id="+e.RequestID+" ") {
+				t.Errorf("the adapter's line %q does not name request_id %s", adapterLine, e.RequestID)
+			}
+		},
 	},
 	{
 		name: "task_gone",
@@ -381,7 +420,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.IndexTime <= 0 {
 				t.Errorf("event %+v: want the index time of the hanging claim", e)
 			}
@@ -401,7 +440,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAnswer {
 				t.Errorf("event %+v: want the key bound by the answer that came after the client left", e)
 			}
@@ -442,7 +481,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, e middleware.Event) {
+		event: func(t *testing.T, h *harness, e middleware.Event) {
 			if e.WaitTime <= 0 {
 				t.Errorf("event %+v: want a wait time", e)
 			}
@@ -473,6 +512,9 @@ func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
 	for _, m := range modes {
 		for _, oc := range outcomeCases {
 			t.Run(m.String()+"/"+oc.name, func(t *testing.T) {
+				if oc.unary && m.streaming {
+					t.Skip("a unary case")
+				}
 				cfg := harnessConfig{served: true}
 				if oc.cfg != nil {
 					oc.cfg(&cfg)
@@ -506,7 +548,7 @@ func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
 					t.Errorf("event %+v: want %s and a request id", e, m)
 				}
 				if oc.event != nil {
-					oc.event(t, e)
+					oc.event(t, h, e)
 				}
 			})
 		}
