@@ -143,7 +143,6 @@ func (c core) claim(ctx context.Context, k claimKey, t *timing) (idempotency.Cla
 func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, deadline time.Time, t *timing) decision {
 	interval := 5 * time.Millisecond
 	for {
-		waited := time.Now()
 		now := time.Now()
 		if !rec.LeaseExpiresAt.IsZero() && !now.Before(rec.LeaseExpiresAt) && !c.live.has(k.waitKey()) {
 			// (A forward of this process is alive: it renews its lease.)
@@ -160,12 +159,12 @@ func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, dea
 		case <-ctx.Done():
 			leave()
 			timer.Stop()
-			since(&t.wait, waited)
+			since(&t.wait, now)
 			return decision{kind: decideGone, rec: rec}
 		}
 		leave()
 		timer.Stop()
-		since(&t.wait, waited)
+		since(&t.wait, now)
 		interval = min(2*interval, 250*time.Millisecond)
 
 		got, found, err := c.lookup(ctx, k, t)
