@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -25,54 +26,47 @@ import (
 // client made of it. A client that leaves gets nothing, and the send is abandoned,
 // whatever it was doing then.
 
-// hookIndex is a memstore index with hooks around its calls.
-type hookIndex struct {
-	idempotency.KeyIndex
-	// beforeClaim runs before each Claim; an error fails the Claim.
-	beforeClaim func(ctx context.Context) error
-	// afterClaim runs after each Claim that succeeded, afterLookup after each Lookup
-	// that found a record.
-	afterClaim  func(c idempotency.Claim)
-	afterLookup func(rec idempotency.Record)
-	// releaseErr fails every Release; bindErr every Bind.
-	releaseErr, bindErr error
+// signalIndex is the test kit's faulty index over a memstore index that tells when
+// a Claim starts and when a retry finds the key held by the same message (it is
+// about to wait), so that a client can leave at a known point.
+type signalIndex struct {
+	*testkit.FaultyIndex
+	claiming, waiting chan struct{}
 }
 
-func newHookIndex() *hookIndex { return &hookIndex{KeyIndex: memstore.New(memstore.Options{})} }
-
-func (ix *hookIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if ix.beforeClaim != nil {
-		if err := ix.beforeClaim(ctx); err != nil {
-			return idempotency.Claim{}, err
-		}
-	}
-	c, err := ix.KeyIndex.Claim(ctx, scope, key, messageID, lease)
-	if err == nil && ix.afterClaim != nil {
-		ix.afterClaim(c)
-	}
-	return c, err
+// faulty sets a harness configuration's index to a new signalIndex.
+func faulty(c *harnessConfig) *signalIndex {
+	ix := &signalIndex{FaultyIndex: testkit.NewFaultyIndex(memstore.New(memstore.Options{})),
+		claiming: make(chan struct{}, 1), waiting: make(chan struct{}, 1)}
+	c.index = ix
+	return ix
 }
 
-func (ix *hookIndex) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	rec, found, err := ix.KeyIndex.Lookup(ctx, scope, key)
-	if err == nil && found && ix.afterLookup != nil {
-		ix.afterLookup(rec)
+// Lookup signals waiting too: while this process runs the first attempt's forward,
+// a retry reads the record instead of claiming.
+func (ix *signalIndex) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
+	rec, found, err := ix.FaultyIndex.Lookup(ctx, scope, key)
+	if err == nil && found && rec.Pending() {
+		signal(ix.waiting)
 	}
 	return rec, found, err
 }
 
-func (ix *hookIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if ix.bindErr != nil {
-		return ix.bindErr
+func (ix *signalIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
+	signal(ix.claiming)
+	c, err := ix.FaultyIndex.Claim(ctx, scope, key, messageID, lease)
+	if err == nil && c.Status == idempotency.HeldBySameMessage {
+		signal(ix.waiting)
 	}
-	return ix.KeyIndex.Bind(ctx, scope, key, token, b)
+	return c, err
 }
 
-func (ix *hookIndex) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	if ix.releaseErr != nil {
-		return ix.releaseErr
+// signal sends on ch unless a signal is already waiting there.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-	return ix.KeyIndex.Release(ctx, scope, key, token)
 }
 
 // brokenTasks is a TaskSource whose tasks are not JSON.
@@ -250,7 +244,7 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "failed",
-		cfg:  func(c *harnessConfig) { ix := newHookIndex(); ix.releaseErr = errors.New("release lost"); c.index = ix },
+		cfg:  func(c *harnessConfig) { faulty(c).SetFail(testkit.OpRelease, true) },
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
 			mark()
 			return echoSend(context.Background(), h, m, keyedMessage(t, idempotency.NewKey(), "fail first"))
@@ -340,9 +334,8 @@ var outcomeCases = []outcomeCase{
 		name:  "unavailable/adapter",
 		unary: true,
 		cfg: func(c *harnessConfig) {
-			ix := newHookIndex()
-			ix.bindErr = errors.New("bind lost")
-			c.index, c.adapter = ix, true
+			faulty(c).SetFail(testkit.OpBind, true)
+			c.adapter = true
 		},
 		run:  freshSend,
 		want: middleware.OutcomeUnavailable,
@@ -404,19 +397,11 @@ var outcomeCases = []outcomeCase{
 	{
 		name: "abandoned/index",
 		cfg: func(c *harnessConfig) {
-			ix := newHookIndex()
-			c.index = ix
-			entered := make(chan struct{})
-			ix.beforeClaim = func(ctx context.Context) error {
-				close(entered)
-				<-ctx.Done() // the index hangs until the client leaves
-				return ctx.Err()
-			}
+			faulty(c).SetHang(testkit.OpClaim, true) // until the client leaves
 			c.opts.IndexTimeout = time.Minute
-			abandonedEntered = entered
 		},
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			return cancelWhen(t, h, m, mark, abandonedEntered, "echo")
+			return cancelWhen(t, h, m, mark, h.index.(*signalIndex).claiming, "echo")
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
@@ -449,35 +434,14 @@ var outcomeCases = []outcomeCase{
 	{
 		name: "abandoned/replay-wait",
 		cfg: func(c *harnessConfig) {
-			ix := newHookIndex()
-			c.index = ix
-			waiting := make(chan struct{}, 1)
-			signal := func() {
-				select {
-				case waiting <- struct{}{}:
-				default:
-				}
-			}
-			ix.afterClaim = func(c idempotency.Claim) {
-				if c.Status == idempotency.HeldBySameMessage {
-					signal()
-				}
-			}
-			// While this process runs the first attempt's forward, a retry reads the
-			// record instead of claiming.
-			ix.afterLookup = func(rec idempotency.Record) {
-				if rec.Pending() {
-					signal()
-				}
-			}
+			faulty(c)
 			c.opts.ReplayWait = time.Minute
-			abandonedEntered = waiting
 		},
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
 			msg := keyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
 			within(t, h.agent.started, "first attempt")
-			return cancelWhenMsg(t, h, m, mark, abandonedEntered, msg)
+			return cancelWhenMsg(t, h, m, mark, h.index.(*signalIndex).waiting, msg)
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
@@ -488,10 +452,6 @@ var outcomeCases = []outcomeCase{
 		},
 	},
 }
-
-// abandonedEntered carries the signal of a case's index hook from cfg to run (the
-// cases run one at a time).
-var abandonedEntered <-chan struct{}
 
 // cancelWhen sends a keyed message with text and cancels it when signal fires.
 func cancelWhen[T any](t *testing.T, h *harness, m mode, mark func(), signal <-chan T, text string) error {
