@@ -74,7 +74,9 @@ type Step struct {
 	// a2a-go adapter) to bind before the agent runs. Call [Sends.Settle] when the send
 	// produced its first answer or failed.
 	Forward context.Context
-	// Gone reports that the client went away while the retry waited: answer nothing.
+	// Gone reports that the client went away (its context ended) before the send was
+	// answered: while the index was asked, while the retry waited, or before its
+	// refusal. Answer nothing; the send was observed as [OutcomeAbandoned].
 	Gone bool
 	// Record is the key's record when the send is a retry to replay: its Reply is the
 	// Message to answer again, or else its TaskID names the task to read with
