@@ -27,7 +27,8 @@
 // An admin listener (-admin, default 127.0.0.1:8091; empty turns it off) serves
 // GET /healthz (200 when the key store answers, 503 when not: a readiness check),
 // GET /livez (200 while the process serves) and GET /metrics (the middleware's
-// outcomes, upstream errors and retention sweeps, in Prometheus text format). It is
+// outcomes and the time it spent, as package middleware/metrics serves them, then
+// upstream errors and retention sweeps, in Prometheus text format). It is
 // a separate listener so that these stay off the public port.
 //
 // SIGINT or SIGTERM stops the proxy gracefully: it stops accepting, lets requests in
