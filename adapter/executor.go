@@ -156,7 +156,7 @@ func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSen
 	}
 	if err != nil {
 		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; a retry of this send will get TaskNotFound",
-			"scope", claim.Scope(), "key", idempotency.RedactKey(claim.Key()), "task_id", taskID, "error", err)
+			claimAttrs(claim, string(taskID), err)...)
 	}
 }
 
@@ -174,6 +174,13 @@ func (e *Executor) Cleanup(ctx context.Context, execCtx *a2asrv.ExecutorContext,
 	}
 }
 
+// claimAttrs are the attributes of a log line about claim: the request_id and the
+// redacted key the middleware's lines about the send carry too, and taskID and err.
+func claimAttrs(claim *middleware.ClaimedSend, taskID string, err error) []any {
+	return []any{"request_id", claim.RequestID(), "key", idempotency.RedactKey(claim.Key()), "scope", claim.Scope(),
+		"task_id", taskID, "error", err}
+}
+
 // bindClaim binds claim for msg, and returns an error wrapping ErrNotBound when that
 // fails.
 func bindClaim(ctx context.Context, logger *slog.Logger, claim *middleware.ClaimedSend, msg *a2a.Message, b idempotency.Binding) error {
@@ -182,8 +189,7 @@ func bindClaim(ctx context.Context, logger *slog.Logger, claim *middleware.Claim
 		err = claim.Bind(ctx, b)
 	}
 	if err != nil {
-		logger.WarnContext(ctx, "adapter: idempotency key not bound; the agent will not run",
-			"scope", claim.Scope(), "key", idempotency.RedactKey(claim.Key()), "task_id", b.TaskID, "error", err)
+		logger.WarnContext(ctx, "adapter: idempotency key not bound; the agent will not run", claimAttrs(claim, b.TaskID, err)...)
 		return &notBoundError{cause: fmt.Errorf("bind task %s: %w", b.TaskID, err)}
 	}
 	return nil

@@ -30,6 +30,8 @@ type ClaimedSend struct {
 	// timeout, when positive, bounds each index call: the adapter binds on a2a-go's
 	// detached context, which has no deadline of its own.
 	timeout time.Duration
+	// requestID is the request_id of the middleware's log lines about the send.
+	requestID string
 
 	mu sync.Mutex
 	// onBind, when set, is called (with mu held) after each successful bind.
@@ -38,6 +40,9 @@ type ClaimedSend struct {
 	hookErr error // the last error of such a call
 	bound   bool
 	binding idempotency.Binding
+	boundBy BoundBy // what made the first successful bind
+	// indexTime is the time the binds spent in the index.
+	indexTime time.Duration
 }
 
 type claimedSendKey struct{}
@@ -88,6 +93,11 @@ func (c *ClaimedSend) renew(claim func() (idempotency.Claim, error)) (cl idempot
 	return cl, false, err
 }
 
+// RequestID returns the request_id the middleware's log lines about the send carry,
+// for the log lines of code behind it (the adapter's carry it too), so that a grep
+// for it follows the send from claim to bind.
+func (c *ClaimedSend) RequestID() string { return c.requestID }
+
 // Bind binds the key to b (a task id or a Message reply) through the index. Call it
 // before the agent's first step; when it returns an error, the claim was lost (taken
 // over after its lease ended, or the index is unavailable) and the agent must not run.
@@ -112,7 +122,10 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	if err := c.index.Bind(ctx, c.scope, c.key, c.token, b); err != nil {
+	start := time.Now()
+	err := c.index.Bind(ctx, c.scope, c.key, c.token, b)
+	c.indexTime += time.Since(start)
+	if err != nil {
 		if hook {
 			c.hookErr = err
 		}
@@ -120,6 +133,12 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 	}
 	if hook {
 		c.hookErr = nil
+	}
+	if !c.bound {
+		c.boundBy = BoundByAnswer
+		if hook {
+			c.boundBy = BoundByAdapter
+		}
 	}
 	c.bound, c.binding = true, b
 	if c.onBind != nil {
@@ -145,6 +164,14 @@ func (c *ClaimedSend) state() (hooked, bound bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hooked, c.bound
+}
+
+// report returns what bound the key through this handle, and the time its binds
+// spent in the index.
+func (c *ClaimedSend) report() (BoundBy, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.boundBy, c.indexTime
 }
 
 // hookFailed reports whether the last Bind by code behind the middleware failed, so

@@ -59,6 +59,16 @@ const (
 	decideGone                            // the client went away while it waited
 )
 
+// timing is the time one keyed send spent in the kit apart from the wrapped
+// handler: in calls to the index, waiting for an in-flight first attempt, and
+// reading the task a retry is answered with.
+type timing struct {
+	index, wait, replay time.Duration
+}
+
+// since adds the time since start to *d.
+func since(d *time.Duration, start time.Time) { *d += time.Since(start) }
+
 // decision is the core's decision on a keyed send.
 type decision struct {
 	kind  decisionKind
@@ -71,11 +81,11 @@ type decision struct {
 // decide claims k and, when a first attempt holds it, waits up to ReplayWait for it
 // to bind, polling the index with growing intervals and woken at once when this
 // process binds or releases the key. ctx is the client's: when it ends while the
-// retry waits, the decision is decideGone.
-func (c core) decide(ctx context.Context, k claimKey) decision {
+// retry waits, the decision is decideGone. It adds the time it spent to t.
+func (c core) decide(ctx context.Context, k claimKey, t *timing) decision {
 	deadline := time.Now().Add(c.replayWait)
 	for claims := 1; ; claims++ {
-		cl, err := c.claimUnlessLive(ctx, k)
+		cl, err := c.claimUnlessLive(ctx, k, t)
 		if err != nil {
 			return decision{kind: decideUnavailable, op: "claim", err: err}
 		}
@@ -91,7 +101,7 @@ func (c core) decide(ctx context.Context, k claimKey) decision {
 		if !cl.Record.Pending() {
 			return decision{kind: decideReplay, rec: cl.Record}
 		}
-		d := c.await(ctx, k, cl.Record, deadline)
+		d := c.await(ctx, k, cl.Record, deadline, t)
 		if d.kind == decideForward { // free again, or its lease ended: claim again
 			if claims < maxClaims {
 				continue
@@ -105,31 +115,32 @@ func (c core) decide(ctx context.Context, k claimKey) decision {
 // claimUnlessLive claims k, unless a forward of k is live in this process: a claim
 // made after that forward's lease ended would take it over, so its record is read
 // instead, as a claim that found the key held reads it.
-func (c core) claimUnlessLive(ctx context.Context, k claimKey) (idempotency.Claim, error) {
+func (c core) claimUnlessLive(ctx context.Context, k claimKey, t *timing) (idempotency.Claim, error) {
 	if !c.live.has(k.waitKey()) {
-		return c.claim(ctx, k)
+		return c.claim(ctx, k, t)
 	}
-	rec, found, err := c.lookup(ctx, k)
+	rec, found, err := c.lookup(ctx, k, t)
 	switch {
 	case err != nil:
 		return idempotency.Claim{}, err
 	case !found:
-		return c.claim(ctx, k)
+		return c.claim(ctx, k, t)
 	case rec.MessageID != k.messageID:
 		return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, nil
 	}
 	return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: rec}, nil
 }
 
-func (c core) claim(ctx context.Context, k claimKey) (idempotency.Claim, error) {
+func (c core) claim(ctx context.Context, k claimKey, t *timing) (idempotency.Claim, error) {
 	ctx, cancel := c.indexContext(ctx, false)
 	defer cancel()
+	defer since(&t.index, time.Now())
 	return c.index.Claim(ctx, k.scope, k.key, k.messageID, c.lease)
 }
 
 // await waits until deadline for the first attempt holding k (its record rec) to bind
 // it. A decideForward answer means the key may be claimed again.
-func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, deadline time.Time) decision {
+func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, deadline time.Time, t *timing) decision {
 	interval := 5 * time.Millisecond
 	for {
 		now := time.Now()
@@ -148,13 +159,15 @@ func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, dea
 		case <-ctx.Done():
 			leave()
 			timer.Stop()
+			since(&t.wait, now)
 			return decision{kind: decideGone, rec: rec}
 		}
 		leave()
 		timer.Stop()
+		since(&t.wait, now)
 		interval = min(2*interval, 250*time.Millisecond)
 
-		got, found, err := c.lookup(ctx, k)
+		got, found, err := c.lookup(ctx, k, t)
 		switch {
 		case err != nil:
 			return decision{kind: decideUnavailable, op: "lookup", err: err}
@@ -170,27 +183,31 @@ func (c core) await(ctx context.Context, k claimKey, rec idempotency.Record, dea
 }
 
 // lookup reads k's record.
-func (c core) lookup(ctx context.Context, k claimKey) (idempotency.Record, bool, error) {
+func (c core) lookup(ctx context.Context, k claimKey, t *timing) (idempotency.Record, bool, error) {
 	ctx, cancel := c.indexContext(ctx, false)
 	defer cancel()
+	defer since(&t.index, time.Now())
 	return c.index.Lookup(ctx, k.scope, k.key)
 }
 
 // release releases the claim token holds on k, even when ctx has ended (the client
 // left), and wakes the retries waiting for it.
-func (c core) release(ctx context.Context, k claimKey, token idempotency.Token) error {
+func (c core) release(ctx context.Context, k claimKey, token idempotency.Token, t *timing) error {
 	ctx, cancel := c.indexContext(ctx, true)
 	defer cancel()
+	start := time.Now()
 	err := c.index.Release(ctx, k.scope, k.key, token)
+	since(&t.index, start)
 	c.waiters.notify(k.waitKey())
 	return err
 }
 
-// newClaim returns the handle of the claim token on k, bounded and notifying as the
-// middleware's own index calls are.
-func (c core) newClaim(k claimKey, token idempotency.Token) *ClaimedSend {
+// newClaim returns the handle of the claim token on send's key, bounded and
+// notifying as the middleware's own index calls are.
+func (c core) newClaim(send *Send, token idempotency.Token) *ClaimedSend {
+	k := send.k
 	return &ClaimedSend{index: c.index, scope: k.scope, key: k.key, messageID: k.messageID, token: token,
-		waiters: c.waiters, timeout: c.indexTimeout}
+		waiters: c.waiters, timeout: c.indexTimeout, requestID: send.RequestID}
 }
 
 // indexContext bounds an index call made within ctx. Calls after the wrapped handler

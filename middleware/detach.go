@@ -166,13 +166,13 @@ func (c core) keepLease(ctx context.Context, k claimKey, cs *ClaimedSend) (stop 
 // renewLease renews cs's claim on k once, and returns when the lease it holds then
 // ends, or false when there is nothing more to renew.
 func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time.Time, bool) {
-	cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k) })
+	cl, bound, err := cs.renew(func() (idempotency.Claim, error) { return c.claim(ctx, k, new(timing)) })
 	switch {
 	case bound, ctx.Err() != nil:
 		return time.Time{}, false
 	case err != nil:
 		c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: renewing the lease of a keyed send still running failed; trying again",
-			slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)), slog.Any("error", err))
+			slog.String("request_id", cs.RequestID()), slog.String("key", idempotency.RedactKey(k.key)), slog.String("scope", k.scope), slog.Any("error", err))
 		return time.Now().Add(time.Second), true
 	case cl.Status == idempotency.Claimed:
 		return time.Now().Add(c.lease), true
@@ -183,6 +183,6 @@ func (c core) renewLease(ctx context.Context, k claimKey, cs *ClaimedSend) (time
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idempotency: the lease of a keyed send still running ended and a retry "+
 		"on another process took the claim over; the agent may run twice for this key (raise Lease)",
-		slog.String("scope", k.scope), slog.String("key", idempotency.RedactKey(k.key)))
+		slog.String("request_id", cs.RequestID()), slog.String("key", idempotency.RedactKey(k.key)), slog.String("scope", k.scope))
 	return time.Time{}, false
 }

@@ -218,9 +218,15 @@
 //
 // # Logs and metrics
 //
-// The middleware logs through Options.Logger. Keys appear in full only in debug
-// records; other records carry [idempotency.RedactKey]. Options.Observe receives one
-// [Event] per keyed send, naming its binding and protocol version.
+// The middleware logs through Options.Logger. Every line about a keyed send carries
+// the same request_id (the request's X-Request-Id, or one made up) and the key
+// redacted by [idempotency.RedactKey] (never the full key, at any level), and, once
+// decided, its outcome; a last debug line "idempotency: keyed send done" names the
+// outcome and the time spent. Options.Observe receives one [Event] per keyed send:
+// its [Outcome], named by what the client got, its binding and protocol version,
+// what bound the key, and the time the middleware spent in the index, waiting for
+// a first attempt and reading a retry's task. Package metrics
+// ([github.com/a2akit/idempotency/middleware/metrics]) serves Events to Prometheus.
 //
 // # Reading the code
 //

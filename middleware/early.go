@@ -188,9 +188,11 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 		st.settle(c)
 	}
 	c := ew.firstCarry
+	o := st.outcome // what the client gets, when it gets the answer settle read
 	switch b, bound := st.cs.Bound(); {
 	case x.r.Context().Err() != nil:
 		// No one to answer.
+		o = OutcomeAbandoned
 	case c.kind == carryError && st.cs.hookFailed():
 		// The code behind could not bind the key, so the agent did not run: fail
 		// closed as a unary send does (see heldBackWriter).
@@ -203,15 +205,24 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 		}
 		writeFailure(x.w, x.s.d, x.s, f, true)
 	case bound && b.Reply != nil:
-		writeProduct(x.w, x.s, product{message: b.Reply})
+		if !writeProduct(x.w, x.s, product{message: b.Reply}) {
+			o = OutcomeInternal
+		}
 	case c.kind == carryTask || c.kind == carryUpdate:
-		x.answerTask(idempotency.Record{MessageID: x.s.messageID, TaskID: c.taskID, ClaimedAt: time.Now()})
+		// The task as it is now, read as a retry reads it: a first send answered
+		// with it is claimed; otherwise the client got what the read answered.
+		if r := x.answerTask(idempotency.Record{MessageID: x.s.messageID, TaskID: c.taskID, ClaimedAt: time.Now()}); r != OutcomeReplayed {
+			o = r
+		}
 	case c.kind == carryMessage:
-		writeProduct(x.w, x.s, product{message: c.message})
+		if !writeProduct(x.w, x.s, product{message: c.message}) {
+			o = OutcomeInternal
+		}
 	default:
 		writeFailure(x.w, x.s.d, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}, true)
+		o = OutcomeInFlight
 	}
-	return st.outcome, true
+	return o, true
 }
 
 // earlyWriter is the ResponseWriter of a send forwarded in its streaming form. It

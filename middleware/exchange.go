@@ -47,7 +47,8 @@ const (
 func (x *exchange) run(m *middleware) {
 	s := x.s
 	x.ks = Send{Binding: s.d.framing(), Version: s.d.version(), Streaming: s.streaming,
-		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID}
+		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID,
+		RequestID: requestID(x.r.Header.Get("X-Request-Id"))}
 	b := m.begin(x.r.Context(), &x.ks, func() (string, error) { return m.scope(x.r, s.tenant) })
 	x.k = x.ks.k
 	switch {
@@ -89,15 +90,16 @@ func writeFailure(w http.ResponseWriter, d dialect, s *send, f *failure, ext boo
 
 // writeProduct answers s with p: the whole body of a non-streamed answer, or a
 // stream of that one event. When p cannot be framed for s's dialect, the answer is
-// an internal error.
-func writeProduct(w http.ResponseWriter, s *send, p product) {
+// an internal error, and writeProduct returns false.
+func writeProduct(w http.ResponseWriter, s *send, p product) bool {
 	body, err := s.d.product(s, p)
 	if err != nil {
 		writeFailure(w, s.d, s, &failure{kind: failInternal, message: "the key's task or reply could not be answered: " + err.Error()}, true)
-		return
+		return false
 	}
 	addExtensionHeaders(w.Header(), s.d)
 	writeAnswer(w, http.StatusOK, body, s.streaming)
+	return true
 }
 
 // writeAnswer writes body as the whole answer: one Server-Sent Event of a 200 stream

@@ -20,7 +20,7 @@ const maxAnswerCopy = 32 << 20
 // forward runs a claimed first send through the wrapped handler and binds the key
 // to what it produced, or releases the key when it produced nothing.
 func (x *exchange) forward(token idempotency.Token) {
-	cs := x.c.newClaim(x.k, token)
+	cs := x.c.newClaim(&x.ks, token)
 	defer x.c.live.add(x.k.waitKey())()
 	ctx, cw, stop := x.detach(cs)
 	defer stop()
@@ -264,6 +264,9 @@ func (hw *heldBackWriter) finish() Outcome {
 	c := x.s.d.sendCarry(hw.st.status, hw.body.Bytes())
 	hw.st.settle(c)
 	if c.kind == carryError {
+		if outcomeOr(x.r.Context(), OutcomeUnavailable) == OutcomeAbandoned {
+			return OutcomeAbandoned
+		}
 		writeFailure(hw.w, x.s.d, x.s, x.c.notBoundBehind(x.r.Context(), &x.ks), true)
 		return OutcomeUnavailable
 	}

@@ -151,10 +151,13 @@ func (m *middleware) honours(ctx context.Context) bool {
 	if st := m.honour.Load(); st != nil && time.Since(st.at) < honourTTL {
 		return st.ok
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.core.indexTimeout)
+	call, cancel := context.WithTimeout(ctx, m.core.indexTimeout)
 	defer cancel()
-	ok = h.HonoursKeys(ctx)
-	m.honour.Store(&honourState{ok: ok, at: time.Now()})
+	ok = h.HonoursKeys(call)
+	if ctx.Err() == nil {
+		// Not an answer to keep when the request's own context ended the call.
+		m.honour.Store(&honourState{ok: ok, at: time.Now()})
+	}
 	return ok
 }
 

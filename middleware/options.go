@@ -88,12 +88,15 @@ type Options struct {
 	// [DefaultIndexTimeout].
 	IndexTimeout time.Duration
 
-	// Logger receives the middleware's logs; default slog.Default(). Keys are never
-	// logged in full above debug level.
+	// Logger receives the middleware's logs; default slog.Default(). Every line about
+	// a keyed send names its request_id, its key redacted by [idempotency.RedactKey]
+	// (keys are never logged in full, at any level) and, once decided, its outcome.
 	Logger *slog.Logger
 
-	// Observe, when set, is called once per keyed send the middleware handled, with its
-	// outcome, for metrics. It must be fast and safe for concurrent use.
+	// Observe, when set, is called once per keyed send the middleware handled, when
+	// it is done, with its [Outcome] and the time the middleware spent on it, for
+	// metrics ([github.com/a2akit/idempotency/middleware/metrics] serves them to
+	// Prometheus). It must be fast and safe for concurrent use.
 	Observe func(Event)
 
 	// Tasks, when set, reads tasks for replays directly instead of through a
@@ -118,18 +121,68 @@ type TaskSource interface {
 // ErrTaskNotFound is returned by a [TaskSource] for a task that does not exist.
 var ErrTaskNotFound = errors.New("middleware: task not found")
 
-// Outcome names what the middleware did with a keyed send.
+// Outcome names what the middleware did with a keyed send, by what the client got.
+// Each keyed send has exactly one.
 type Outcome string
 
-// Outcomes reported through [Options.Observe].
+// Outcomes reported through [Options.Observe]. "Invalid params" is JSON-RPC error
+// -32602 (HTTP 200) or HTTP+JSON 400 INVALID_ARGUMENT; every answer the middleware
+// writes itself names the extension in A2A-Extensions, except for unsupported.
 const (
-	OutcomeClaimed     Outcome = "claimed"     // first send: claimed and forwarded
-	OutcomeReplayed    Outcome = "replayed"    // retry answered from the first attempt
-	OutcomeConflict    Outcome = "conflict"    // key reused by a different message
-	OutcomeInFlight    Outcome = "in_flight"   // retry gave up waiting: 409
-	OutcomeRefused     Outcome = "refused"     // malformed key, or keys cannot be honoured
-	OutcomeReleased    Outcome = "released"    // first send failed before a task existed
-	OutcomeUnavailable Outcome = "unavailable" // index error or full: 503
+	// OutcomeClaimed: a first send, forwarded; the client got the server's answer
+	// with its task or Message reply (of a stream: at least its first event), or an
+	// answer the middleware could not read, passed on as it was. [Event.BoundBy]
+	// says what bound the key; when nothing did, the key stays pending until its
+	// lease ends.
+	OutcomeClaimed Outcome = "claimed"
+	// OutcomeReleased: a first send, forwarded; the server answered an error before
+	// any task existed, which the client got as the server wrote it, and the key was
+	// released, so a retry runs the send again.
+	OutcomeReleased Outcome = "released"
+	// OutcomeFailed: the client got the server's own error answer, and the key stays
+	// as it was: a first send that failed after its key was bound (retries replay
+	// the task), or whose key could not be released (retries wait for the lease); or
+	// a retry whose task the server refused to read (its own error, such as a denied
+	// authorization, passed on).
+	OutcomeFailed Outcome = "failed"
+	// OutcomeReplayed: a retry, answered 200 with its first attempt's task as it is
+	// now or its Message reply (a streaming retry: the task, then its live events).
+	// Nothing ran.
+	OutcomeReplayed Outcome = "replayed"
+	// OutcomeInFlight: a retry answered 409 with Retry-After (JSON-RPC: a -32000
+	// error at HTTP 409): its first attempt is still running and its task is not
+	// known or not stored yet.
+	OutcomeInFlight Outcome = "in_flight"
+	// OutcomeConflict: invalid params, "already held": the key is held by a
+	// different message. Nothing ran.
+	OutcomeConflict Outcome = "conflict"
+	// OutcomeRefused: invalid params: a malformed key, a message without a
+	// messageId, or a scope that Options.Scope refused. Nothing ran.
+	OutcomeRefused Outcome = "refused"
+	// OutcomeUnsupported: UnsupportedOperationError (JSON-RPC -32004, HTTP+JSON 400
+	// UNIMPLEMENTED): the server cannot honour keys (no index, or one that says it
+	// cannot). Nothing ran.
+	OutcomeUnsupported Outcome = "unsupported"
+	// OutcomeUnavailable: 503 with Retry-After: a call to the index failed or timed
+	// out, the adapter could not bind the key (the agent did not run), or the
+	// retry's task could not be read. Nothing ran; a retry with the same key may
+	// succeed.
+	OutcomeUnavailable Outcome = "unavailable"
+	// OutcomeTaskGone: TaskNotFoundError (JSON-RPC -32001, HTTP+JSON 404): a retry
+	// whose first attempt's task no longer exists. The agent is not run again for
+	// the key.
+	OutcomeTaskGone Outcome = "task_gone"
+	// OutcomeInternal: an internal error (JSON-RPC -32603, HTTP+JSON 500): the
+	// middleware could not frame the key's task or reply for the retry.
+	OutcomeInternal Outcome = "internal"
+	// OutcomeAbandoned: the request's context ended (the client went away, or a
+	// deadline set in front of the middleware passed) before the send was
+	// answered: during a call to the index, while a retry waited or read its task,
+	// or while a first send ran before its answer. The middleware answered nothing
+	// (the server's answer to a forwarded send, if any, went to a closed
+	// connection). A forwarded send's key is bound, released or left pending as the
+	// send got; [Event.BoundBy] says whether it was bound.
+	OutcomeAbandoned Outcome = "abandoned"
 )
 
 // ProtocolBinding names an A2A protocol binding, as A2A names them in agent cards.
@@ -166,4 +219,30 @@ type Event struct {
 	Streaming bool
 	// Scope is the scope the key was claimed in.
 	Scope string
+	// RequestID is the request_id attribute of the middleware's log lines about this
+	// send: the request's X-Request-Id when it is short and printable, or else one the
+	// middleware made up.
+	RequestID string
+	// BoundBy is what bound the key to this send's task or reply: [BoundByAdapter],
+	// [BoundByAnswer], or [BoundByNone] when this send bound nothing (a retry, a
+	// refusal, or a first send whose key stays pending until its lease ends).
+	BoundBy BoundBy
+
+	// The time the middleware itself spent on the send, apart from the wrapped
+	// handler's: IndexTime in calls to the index (claim, lookups, bind, release and,
+	// when asked, [idempotency.Honouring]); WaitTime waiting for an in-flight first
+	// attempt to make its task known; ReplayTime reading the first attempt's task to
+	// answer a retry (until the first event, for a streaming retry). Each is zero when
+	// the send did not do it.
+	IndexTime, WaitTime, ReplayTime time.Duration
 }
+
+// BoundBy names what bound a key to what its first send produced.
+type BoundBy string
+
+// What bound a key, in [Event.BoundBy].
+const (
+	BoundByNone    BoundBy = ""        // this send bound nothing
+	BoundByAdapter BoundBy = "adapter" // the adapter, before the agent ran
+	BoundByAnswer  BoundBy = "answer"  // the middleware, from the wrapped handler's answer
+)

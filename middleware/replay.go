@@ -2,7 +2,9 @@ package middleware
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/a2akit/idempotency"
 )
@@ -10,27 +12,48 @@ import (
 // replay answers a retry from what its first attempt produced: the Message reply
 // again, or the task as it is now. Nothing runs.
 func (x *exchange) replay(rec idempotency.Record) {
-	defer x.observe(OutcomeReplayed)
-	if rec.Reply != nil {
-		writeProduct(x.w, x.s, product{message: rec.Reply})
-		return
+	start, before := time.Now(), x.ks.t
+	var o Outcome
+	var first time.Time // when a passed-on stream started
+	switch {
+	case rec.Reply != nil:
+		o = x.answer(product{message: rec.Reply}, nil)
+	case x.s.streaming:
+		o, first = x.replayStream(rec)
+	default:
+		o = x.answerTask(rec)
 	}
-	if x.s.streaming {
-		x.replayStream(rec)
-		return
+	end := time.Now()
+	if !first.IsZero() {
+		end = first
 	}
-	x.answerTask(rec)
+	// readTask's waits and lookups are wait and index time.
+	t := &x.ks.t
+	t.replay = end.Sub(start) - (t.wait - before.wait) - (t.index - before.index)
+	x.observe(o)
 }
 
 // answerTask answers the retry with the key's task as readTask reads it, or with
-// the failure to read it.
-func (x *exchange) answerTask(rec idempotency.Record) {
-	res, f := x.readTask(rec)
+// the failure to read it, and returns the outcome.
+func (x *exchange) answerTask(rec idempotency.Record) Outcome {
+	return x.answer(x.readTask(rec))
+}
+
+// answer answers the retry with p, or with f when f is set, unless the client has
+// gone, and returns the outcome: what the client got.
+func (x *exchange) answer(p product, f *failure) Outcome {
 	if f != nil {
-		writeFailure(x.w, x.s.d, x.s, f, true)
-		return
+		o := outcomeOr(x.r.Context(), failureOutcome(f))
+		if o != OutcomeAbandoned {
+			writeFailure(x.w, x.s.d, x.s, f, true)
+		}
+		return o
 	}
-	writeProduct(x.w, x.s, res)
+	o := outcomeOr(x.r.Context(), OutcomeReplayed)
+	if o != OutcomeAbandoned && !writeProduct(x.w, x.s, p) {
+		o = OutcomeInternal
+	}
+	return o
 }
 
 // readTask reads the key's task as it is now, with its history shaped by the
@@ -66,6 +89,10 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 		if f := taskSourceFailure(err); f != nil {
 			return nil, f
 		}
+		if !json.Valid(task) {
+			return nil, &failure{kind: failInternal, message: "the key's task or reply could not be answered: " +
+				"the server's task source returned a task that is not JSON; ask the operator to fix it"}
+		}
 		return task, nil
 	}
 	bw := &bufferWriter{header: make(http.Header)}
@@ -75,17 +102,20 @@ func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 
 // replayStream answers a streaming retry: the task first, then, while the task is
 // still running, its live events, as SubscribeToTask gives them. When the task has
-// finished (a2a-go then refuses the subscription) the answer is the task alone.
-func (x *exchange) replayStream(rec idempotency.Record) {
+// finished (a2a-go then refuses the subscription) the answer is the task alone. It
+// returns the outcome, and when the subscription's answer started (the zero time
+// when it did not).
+func (x *exchange) replayStream(rec idempotency.Record) (Outcome, time.Time) {
 	sw := &subscribeWriter{x: x, w: x.w, header: make(http.Header), taskID: rec.TaskID}
 	x.serveInner(sw, x.s.d.subscribeRequest(x.r, x.s, rec.TaskID), x.r.Context())
 	if sw.passing {
-		return
+		// The client got the task, whenever it closed the stream after.
+		return OutcomeReplayed, sw.started
 	}
 	if x.r.Context().Err() != nil {
-		return
+		return OutcomeAbandoned, time.Time{}
 	}
-	x.answerTask(rec)
+	return x.answerTask(rec), time.Time{}
 }
 
 // subscribeWriter is the ResponseWriter of a synthesized subscription. It holds the
@@ -105,8 +135,9 @@ type subscribeWriter struct {
 	wroteHeader bool
 	held        []byte
 	scan        eventScanner
-	passing     bool // the first event was passed on; the rest follows it
-	dropping    bool // the subscription failed; its answer is dropped
+	passing     bool      // the first event was passed on; the rest follows it
+	started     time.Time // when it was
+	dropping    bool      // the subscription failed; its answer is dropped
 	err         error
 }
 
@@ -190,7 +221,7 @@ func (sw *subscribeWriter) firstEvent(data []byte, end int) {
 
 // start begins the answer to the retry: the event first (when not nil), then rest.
 func (sw *subscribeWriter) start(first, rest []byte) {
-	sw.passing = true
+	sw.passing, sw.started = true, time.Now()
 	h := sw.w.Header()
 	for k, v := range sw.header {
 		if k != "Content-Length" {

@@ -3,6 +3,8 @@ package middleware
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -52,8 +54,14 @@ type Send struct {
 	MessageID string
 	// TaskID is the task a follow-up message continues, or empty; it is logged.
 	TaskID string
+	// RequestID is the request_id of every log line about the send, and of its
+	// [Event]; Begin makes one up when it is empty.
+	RequestID string
 
-	k claimKey // set by Begin
+	k       claimKey // set by Begin
+	outcome Outcome  // once decided; every later log line names it
+	boundBy BoundBy
+	t       timing
 }
 
 // Step is what [Sends.Begin] decided for a send; exactly one of Refusal, Forward and
@@ -66,7 +74,9 @@ type Step struct {
 	// a2a-go adapter) to bind before the agent runs. Call [Sends.Settle] when the send
 	// produced its first answer or failed.
 	Forward context.Context
-	// Gone reports that the client went away while the retry waited: answer nothing.
+	// Gone reports that the client went away (its context ended) before the send was
+	// answered: while the index was asked, while the retry waited, or before its
+	// refusal. Answer nothing; the send was observed as [OutcomeAbandoned].
 	Gone bool
 	// Record is the key's record when the send is a retry to replay: its Reply is the
 	// Message to answer again, or else its TaskID names the task to read with
@@ -121,7 +131,7 @@ func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, err
 	st := s.m.begin(ctx, send, scope)
 	step := &Step{Refusal: refusalOf(st.fail, st.ext), Gone: st.gone, Record: st.rec}
 	if st.forward {
-		step.claim = s.m.core.newClaim(send.k, st.token)
+		step.claim = s.m.core.newClaim(send, st.token)
 		step.Forward = withClaimedSend(ctx, step.claim)
 	}
 	return step
@@ -147,7 +157,7 @@ func (s *Sends) Settle(ctx context.Context, send *Send, step *Step, p Produced) 
 	if p.Failed && step.claim.hookFailed() {
 		s.m.core.settle(ctx, send, step.claim, c)
 		f := s.m.core.notBoundBehind(ctx, send)
-		s.m.core.observeSend(send, OutcomeUnavailable)
+		s.m.core.observeSend(send, outcomeOr(ctx, OutcomeUnavailable))
 		return refusalOf(f, true)
 	}
 	s.m.core.observeSend(send, s.m.core.settle(ctx, send, step.claim, c))
@@ -178,13 +188,23 @@ func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(
 	reply, f := s.m.core.awaitTask(ctx, send, step.Record, func() *failure {
 		return taskSourceFailure(read(ctx, step.Record.TaskID))
 	}, runs)
+	if f != nil {
+		send.outcome = outcomeOr(ctx, failureOutcome(f))
+	}
 	return reply, refusalOf(f, true)
 }
 
-// Observe reports outcome o of send to Options.Observe: [OutcomeReplayed] when the
-// binding answered a replay (whatever the answer); the Sends reports every other
-// outcome itself.
-func (s *Sends) Observe(send *Send, o Outcome) { s.m.core.observeSend(send, o) }
+// Observe reports the outcome of a replay to Options.Observe once the binding
+// answered it: pass [OutcomeReplayed]. When [Sends.ReadTask] refused the replay, the
+// refusal's outcome (task_gone, in_flight, unavailable, internal) is reported
+// instead, and [OutcomeAbandoned] when ctx had ended by then. The Sends reports every
+// other outcome itself.
+func (s *Sends) Observe(send *Send, o Outcome) {
+	if send.outcome != "" {
+		o = send.outcome
+	}
+	s.m.core.observeSend(send, o)
+}
 
 // Unanswerable returns the refusal for a replay whose task or reply the binding could
 // not frame (err says why, and is passed on: it must not carry internal text).
@@ -239,26 +259,44 @@ type beginning struct {
 // refusal. It sets send's claim key.
 func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string, error)) beginning {
 	c := m.core
-	refuse := func(f *failure, ext bool) beginning {
-		c.logSend(ctx, send, slog.LevelDebug, "idempotency: keyed send refused", slog.String("reason", f.message))
-		c.observeSend(send, OutcomeRefused)
+	if send.RequestID == "" {
+		send.RequestID = newRequestID()
+	}
+	// refuse answers f with outcome o, or nothing when the client has gone.
+	refuse := func(o Outcome, f *failure, ext bool, level slog.Level, msg string, extra ...slog.Attr) beginning {
+		send.outcome = outcomeOr(ctx, o)
+		if send.outcome == OutcomeAbandoned {
+			level, msg = slog.LevelInfo, "idempotency: client went away before its keyed send was answered"
+		}
+		c.logSend(ctx, send, level, msg, extra...)
+		c.observeSend(send, send.outcome)
+		if send.outcome == OutcomeAbandoned {
+			return beginning{gone: true}
+		}
 		return beginning{fail: f, ext: ext}
 	}
-	switch {
-	case send.KeyErr != nil:
-		return refuse(&failure{kind: failInvalidParams, message: send.KeyErr.Error()}, true)
-	case send.MessageID == "":
-		return refuse(&failure{kind: failInvalidParams, message: msgNoMessageID}, true)
-	case !m.honours(ctx):
-		return refuse(&failure{kind: failUnsupported, message: msgCannotHonour}, false)
+	invalid := func(o Outcome, f *failure, ext bool) beginning {
+		return refuse(o, f, ext, slog.LevelDebug, "idempotency: keyed send refused", slog.String("reason", f.message))
+	}
+	if send.KeyErr != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: send.KeyErr.Error()}, true)
+	}
+	if send.MessageID == "" {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: msgNoMessageID}, true)
+	}
+	start := time.Now()
+	honours := m.honours(ctx)
+	since(&send.t.index, start)
+	if !honours {
+		return invalid(OutcomeUnsupported, &failure{kind: failUnsupported, message: msgCannotHonour}, false)
 	}
 	sc, err := scope()
 	if err != nil {
-		return refuse(&failure{kind: failInvalidParams, message: err.Error()}, true)
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: err.Error()}, true)
 	}
 	send.k = claimKey{scope: sc, key: send.Key, messageID: send.MessageID}
 
-	d := c.decide(ctx, send.k)
+	d := c.decide(ctx, send.k, &send.t)
 	switch d.kind {
 	case decideForward:
 		c.logSend(ctx, send, slog.LevelDebug, "idempotency: key claimed, send forwarded",
@@ -267,37 +305,71 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 	case decideReplay:
 		return beginning{rec: d.rec}
 	case decideConflict:
-		c.logSend(ctx, send, slog.LevelInfo, "idempotency: key reused by a different message, send refused")
-		c.observeSend(send, OutcomeConflict)
-		return beginning{fail: &failure{kind: failInvalidParams, message: msgAlreadyHeld}, ext: true}
+		return refuse(OutcomeConflict, &failure{kind: failInvalidParams, message: msgAlreadyHeld}, true,
+			slog.LevelInfo, "idempotency: key reused by a different message, send refused")
 	case decideInFlight:
 		// Retry-After is the time left on the lease (when the retry may take the claim
 		// over), capped at maxInFlightRetryAfter; the log shows both.
 		left := time.Until(d.rec.LeaseExpiresAt)
 		retry := max(min(left, maxInFlightRetryAfter), time.Second)
-		c.logSend(ctx, send, slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
+		return refuse(OutcomeInFlight, &failure{kind: failInFlight, message: msgInFlight, retryAfter: retry}, true,
+			slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
 			slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
-		c.observeSend(send, OutcomeInFlight)
-		return beginning{fail: &failure{kind: failInFlight, message: msgInFlight, retryAfter: retry}, ext: true}
 	case decideUnavailable:
-		c.observeSend(send, OutcomeUnavailable)
 		if ctx.Err() != nil {
 			// The client went away while the index was asked: not the index's fault.
-			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during the index "+d.op+", keyed send not run", slog.Any("error", d.err))
-			return beginning{gone: true}
+			return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo,
+				"idempotency: client went away during the index "+d.op+", keyed send not run", slog.Any("error", d.err))
 		}
-		c.logSend(ctx, send, slog.LevelWarn, "idempotency: index "+d.op+" failed, keyed send refused (fail closed)", slog.Any("error", d.err))
-		return beginning{fail: unavailableFailure(), ext: true}
+		return refuse(OutcomeUnavailable, unavailableFailure(), true, slog.LevelWarn,
+			"idempotency: index "+d.op+" failed, keyed send refused (fail closed)", slog.Any("error", d.err))
 	}
-	c.observeSend(send, OutcomeInFlight) // decideGone
-	return beginning{gone: true}
+	// decideGone
+	return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo, "idempotency: client went away while its retry waited for the first attempt")
+}
+
+// outcomeOr returns o, or OutcomeAbandoned when ctx has ended: the client went away
+// (or a deadline set in front of the kit passed) before it was answered.
+func outcomeOr(ctx context.Context, o Outcome) Outcome {
+	if ctx.Err() != nil {
+		return OutcomeAbandoned
+	}
+	return o
+}
+
+// failureOutcome is the outcome of a retry answered with f.
+func failureOutcome(f *failure) Outcome {
+	switch {
+	case f.notFound():
+		return OutcomeTaskGone
+	case f.kind == failInFlight:
+		return OutcomeInFlight
+	case f.kind == failUnavailable:
+		return OutcomeUnavailable
+	case f.kind == failInternal:
+		return OutcomeInternal
+	}
+	return OutcomeFailed // the server's own error, passed on
 }
 
 // settle acts, once, on what a forwarded send produced (c): it binds the key to a
 // task or a Message reply, releases it when the send failed before anything
 // existed, or leaves it pending (the lease decides) when that cannot be known. It
-// returns the send's outcome.
+// returns the send's outcome, and notes what bound the key.
 func (c core) settle(ctx context.Context, send *Send, cs *ClaimedSend, cr carry) Outcome {
+	o := c.settleKey(ctx, send, cs, cr)
+	var bindTime time.Duration
+	send.boundBy, bindTime = cs.report()
+	send.t.index += bindTime
+	return o
+}
+
+// settleKey is settle's work on the key, and returns what the client got: nothing
+// when it had gone by then (abandoned); else a result (of a stream: its first event)
+// or an answer it could not read (claimed), or the server's own error, with the key
+// released (released) or not (failed).
+func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr carry) Outcome {
+	gone := ctx.Err() != nil
 	hooked, bound := cs.state()
 	switch cr.kind {
 	case carryTask, carryUpdate:
@@ -318,23 +390,36 @@ func (c core) settle(ctx context.Context, send *Send, cs *ClaimedSend, cr carry)
 		switch {
 		case bound:
 			// The code behind bound a task before failing: retries replay it.
-		case ctx.Err() != nil && !hooked:
+		case gone && !hooked:
 			// The client went away, and nothing tells whether the agent started in
 			// the background (a2a-go runs it on a context that outlives the request).
 			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during a keyed send; "+
 				"the key stays pending until its lease ends")
 		default:
-			return c.releaseProduced(ctx, send, cs)
+			if c.releaseProduced(ctx, send, cs) && !gone {
+				return OutcomeReleased
+			}
 		}
+		if gone {
+			return OutcomeAbandoned
+		}
+		return OutcomeFailed
 	default:
 		if !bound {
 			level := slog.LevelWarn
-			if ctx.Err() != nil {
+			if gone {
 				level = slog.LevelInfo
 			}
 			c.logSend(ctx, send, level, "idempotency: could not learn what a keyed send produced; "+
 				"the key stays pending until its lease ends")
 		}
+		// An answer the middleware could not read (a stream without a first event,
+		// one too large to copy, nothing at all), passed on as it was.
+	}
+	if gone {
+		// The client left before the answer came (a forward goes on without it
+		// until the key is bound): it got nothing.
+		return OutcomeAbandoned
 	}
 	return OutcomeClaimed
 }
@@ -348,14 +433,16 @@ func (c core) bindProduced(ctx context.Context, send *Send, cs *ClaimedSend, b i
 	}
 }
 
-func (c core) releaseProduced(ctx context.Context, send *Send, cs *ClaimedSend) Outcome {
-	if err := c.release(ctx, send.k, cs.Token()); err != nil {
+// releaseProduced releases the key of a send that failed before a task existed, and
+// reports whether it did.
+func (c core) releaseProduced(ctx context.Context, send *Send, cs *ClaimedSend) bool {
+	if err := c.release(ctx, send.k, cs.Token(), &send.t); err != nil {
 		c.logSend(ctx, send, slog.LevelWarn, "idempotency: keyed send failed before a task existed, "+
 			"and releasing its key failed; retries wait for the lease to end", slog.Any("error", err))
-		return OutcomeClaimed
+		return false
 	}
 	c.logSend(ctx, send, slog.LevelInfo, "idempotency: keyed send failed before a task existed; key released")
-	return OutcomeReleased
+	return true
 }
 
 // notBoundBehind logs and returns the 503 of a send whose key the code behind could
@@ -390,15 +477,18 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 		case time.Since(rec.ClaimedAt) >= c.lease || time.Until(deadline) <= 0:
 			return nil, c.missingTask(ctx, send, rec, f, running)
 		}
+		waited := time.Now()
 		timer := time.NewTimer(min(interval, time.Until(deadline)))
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
+			since(&send.t.wait, waited)
 			return nil, f
 		}
+		since(&send.t.wait, waited)
 		interval = min(2*interval, 250*time.Millisecond)
-		got, found, err := c.lookup(ctx, send.k)
+		got, found, err := c.lookup(ctx, send.k, &send.t)
 		if err == nil && found && got.MessageID == send.MessageID && got.Reply != nil {
 			return got.Reply, nil
 		}
@@ -445,29 +535,63 @@ func (c core) missingTask(ctx context.Context, send *Send, rec idempotency.Recor
 	return notFound
 }
 
-// observeSend reports the outcome of send to Options.Observe.
+// observeSend reports send, with outcome o, to Options.Observe, and logs it at
+// debug level.
 func (c core) observeSend(send *Send, o Outcome) {
+	send.outcome = o
+	c.logSend(context.Background(), send, slog.LevelDebug, "idempotency: keyed send done", slog.String("bound_by", string(send.boundBy)),
+		slog.Duration("index_time", send.t.index), slog.Duration("wait_time", send.t.wait), slog.Duration("replay_time", send.t.replay))
 	if c.observe != nil {
-		c.observe(Event{Outcome: o, Binding: send.Binding, Version: send.Version, Streaming: send.Streaming, Scope: send.k.scope})
+		c.observe(Event{Outcome: o, Binding: send.Binding, Version: send.Version, Streaming: send.Streaming, Scope: send.k.scope,
+			RequestID: send.RequestID, BoundBy: send.boundBy, IndexTime: send.t.index, WaitTime: send.t.wait, ReplayTime: send.t.replay})
 	}
 }
 
-// logSend logs msg with send's attributes and extra. The key is redacted in every
-// record above debug level.
+// logSend logs msg with send's attributes and extra: on every line of one keyed send
+// the same request_id and redacted key (at every level, so that a grep for either
+// follows the send from claim to bind), and its outcome once decided.
 func (c core) logSend(ctx context.Context, send *Send, level slog.Level, msg string, extra ...slog.Attr) {
 	if !c.log.Enabled(ctx, level) {
 		return
 	}
-	key := idempotency.RedactKey(send.Key)
-	if level <= slog.LevelDebug {
-		key = send.Key
-	}
-	attrs := append([]slog.Attr{
+	attrs := make([]slog.Attr, 0, 7+len(extra))
+	attrs = append(attrs,
+		slog.String("request_id", send.RequestID),
+		slog.String("key", idempotency.RedactKey(send.Key)),
 		slog.String("binding", string(send.Binding)),
 		slog.String("version", string(send.Version)),
 		slog.Bool("streaming", send.Streaming),
-		slog.String("scope", send.k.scope),
-		slog.String("key", key),
-	}, extra...)
-	c.log.LogAttrs(ctx, level, msg, attrs...)
+		slog.String("scope", send.k.scope))
+	if send.outcome != "" {
+		attrs = append(attrs, slog.String("outcome", string(send.outcome)))
+	}
+	c.log.LogAttrs(ctx, level, msg, append(attrs, extra...)...)
+}
+
+// maxRequestIDBytes bounds the X-Request-Id the logs take over.
+const maxRequestIDBytes = 64
+
+// requestID returns the request_id of a send that came with header X-Request-Id
+// id: id when it is short and printable ASCII, or else a new one.
+func requestID(id string) string {
+	if id != "" && len(id) <= maxRequestIDBytes && printable(id) {
+		return id
+	}
+	return newRequestID()
+}
+
+// newRequestID returns a random request_id.
+func newRequestID() string {
+	var b [16]byte
+	return string(strconv.AppendUint(b[:0], rand.Uint64(), 16))
+}
+
+// printable reports whether s is printable ASCII without spaces.
+func printable(s string) bool {
+	for i := range len(s) {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

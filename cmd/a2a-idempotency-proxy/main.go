@@ -27,7 +27,8 @@
 // An admin listener (-admin, default 127.0.0.1:8091; empty turns it off) serves
 // GET /healthz (200 when the key store answers, 503 when not: a readiness check),
 // GET /livez (200 while the process serves) and GET /metrics (the middleware's
-// outcomes, upstream errors and retention sweeps, in Prometheus text format). It is
+// outcomes and the time it spent, as package middleware/metrics serves them, then
+// upstream errors and retention sweeps, in Prometheus text format). It is
 // a separate listener so that these stay off the public port.
 //
 // SIGINT or SIGTERM stops the proxy gracefully: it stops accepting, lets requests in
@@ -115,7 +116,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	fs.StringVar(&c.publicURL, "public-url", "", "base `URL` clients use to reach the proxy; the agent card's interface URLs are rewritten to it (default: http:// and the Host the card was asked for)")
 	fs.StringVar(&c.store, "store", defaultStore, "key store: a SQLite file `path`, or a postgres:// DSN; when the flag is not given, $"+storeEnv+" (when set) names it, so that a password stays out of the process list")
 	fs.StringVar(&c.table, "table", sqlstore.DefaultTable, "key table `name`")
-	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys appear in full only at DEBUG)")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys are redacted at every level)")
 	fs.DurationVar(&c.mw.Lease, "lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry may take it over")
 	fs.Func("early-bind", "`mode` of forwarding keyed blocking sends as streaming sends to learn their task at the first event: "+
 		"auto (when the upstream's card says it streams; the proxy reads the card every minute), always, or off (default auto)", func(v string) error {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -47,15 +48,20 @@ func TestMetricsText(t *testing.T) {
 	m := newMetrics()
 	m.observe(middleware.Event{Outcome: middleware.OutcomeReplayed, Binding: "JSONRPC", Version: "1.0"})
 	m.observe(middleware.Event{Outcome: middleware.OutcomeReplayed, Binding: "JSONRPC", Version: "1.0"})
-	m.observe(middleware.Event{Outcome: middleware.OutcomeClaimed, Binding: "HTTP+JSON", Version: "1.0", Streaming: true})
+	m.observe(middleware.Event{Outcome: middleware.OutcomeClaimed, Binding: "HTTP+JSON", Version: "1.0", Streaming: true,
+		BoundBy: middleware.BoundByAnswer, IndexTime: 3 * time.Millisecond})
 	m.upstreamErrors.Add(3)
 	var b strings.Builder
 	m.write(&b)
+	// The kit's collector's families (middleware/metrics), then the proxy's own.
 	for _, line := range []string{
-		`a2a_idempotency_sends_total{outcome="claimed",binding="HTTP+JSON",version="1.0",streaming="true"} 1`,
-		`a2a_idempotency_sends_total{outcome="replayed",binding="JSONRPC",version="1.0",streaming="false"} 2`,
+		`a2a_idempotency_sends_total{binding="HTTP+JSON",outcome="claimed",streaming="true",version="1.0"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 2`,
+		`a2a_idempotency_keys_bound_total{bound_by="answer"} 1`,
+		`a2a_idempotency_index_duration_seconds_bucket{outcome="claimed",le="0.005"} 1`,
 		`a2a_idempotency_proxy_upstream_errors_total 3`,
 		`# TYPE a2a_idempotency_sends_total counter`,
+		`# TYPE a2a_idempotency_index_duration_seconds histogram`,
 	} {
 		if !strings.Contains(b.String(), line+"\n") {
 			t.Errorf("metrics lack %q:\n%s", line, b.String())

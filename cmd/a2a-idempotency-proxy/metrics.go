@@ -1,22 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/a2akit/idempotency/middleware"
+	kitmetrics "github.com/a2akit/idempotency/middleware/metrics"
 )
 
-// metrics counts what the proxy did, for GET /metrics in Prometheus text format.
+// metrics counts what the proxy did, for GET /metrics in Prometheus text format: the
+// middleware's keyed sends through the kit's collector (outcomes, keys bound, the
+// time spent in the index, waiting and replaying), then the proxy's own counters.
 type metrics struct {
-	mu       sync.Mutex
-	outcomes map[outcomeLabels]*atomic.Int64
+	sends *kitmetrics.Collector
 
 	upstreamErrors atomic.Int64
 	sweeps         atomic.Int64
@@ -24,25 +22,10 @@ type metrics struct {
 	keysDeleted    atomic.Int64
 }
 
-type outcomeLabels struct {
-	outcome, binding, version string
-	streaming                 bool
-}
-
-func newMetrics() *metrics { return &metrics{outcomes: map[outcomeLabels]*atomic.Int64{}} }
+func newMetrics() *metrics { return &metrics{sends: kitmetrics.New()} }
 
 // observe is the middleware's Options.Observe.
-func (m *metrics) observe(e middleware.Event) {
-	l := outcomeLabels{string(e.Outcome), string(e.Binding), string(e.Version), e.Streaming}
-	m.mu.Lock()
-	n, ok := m.outcomes[l]
-	if !ok {
-		n = new(atomic.Int64)
-		m.outcomes[l] = n
-	}
-	m.mu.Unlock()
-	n.Add(1)
-}
+func (m *metrics) observe(e middleware.Event) { m.sends.Observe(e) }
 
 func (m *metrics) swept(keys int64, err error) {
 	m.sweeps.Add(1)
@@ -52,32 +35,14 @@ func (m *metrics) swept(keys int64, err error) {
 	}
 }
 
-// serveHTTP writes the metrics in Prometheus text exposition format 0.0.4.
+// ServeHTTP writes the metrics in Prometheus text exposition format 0.0.4.
 func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", kitmetrics.ContentType)
 	m.write(w)
 }
 
 func (m *metrics) write(w io.Writer) {
-	m.mu.Lock()
-	labels := make([]outcomeLabels, 0, len(m.outcomes))
-	for l := range m.outcomes {
-		labels = append(labels, l)
-	}
-	m.mu.Unlock()
-	slices.SortFunc(labels, func(a, b outcomeLabels) int {
-		return cmp.Or(cmp.Compare(a.outcome, b.outcome), cmp.Compare(a.binding, b.binding),
-			cmp.Compare(a.version, b.version), cmp.Compare(strconv.FormatBool(a.streaming), strconv.FormatBool(b.streaming)))
-	})
-	fmt.Fprintln(w, "# HELP a2a_idempotency_sends_total Keyed sends the middleware handled, by outcome.")
-	fmt.Fprintln(w, "# TYPE a2a_idempotency_sends_total counter")
-	for _, l := range labels {
-		m.mu.Lock()
-		n := m.outcomes[l].Load()
-		m.mu.Unlock()
-		fmt.Fprintf(w, "a2a_idempotency_sends_total{outcome=%q,binding=%q,version=%q,streaming=\"%t\"} %d\n",
-			l.outcome, l.binding, l.version, l.streaming, n)
-	}
+	m.sends.WriteTo(w)
 	counter(w, "a2a_idempotency_proxy_upstream_errors_total", "Requests the upstream could not answer (connection refused, reset, timed out).", m.upstreamErrors.Load())
 	counter(w, "a2a_idempotency_proxy_sweeps_total", "Retention sweeps run.", m.sweeps.Load())
 	counter(w, "a2a_idempotency_proxy_sweep_errors_total", "Retention sweeps that failed.", m.sweepErrors.Load())

@@ -19,6 +19,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/middleware/metrics"
 )
 
 // Paths of a server's endpoints, relative to its base URL.
@@ -32,6 +33,9 @@ const (
 	TenantRESTPath = "/tenants"
 	// VarsPath serves {"agent_runs": n}, the shape expvar serves.
 	VarsPath = "/debug/vars"
+	// MetricsPath serves the middleware's outcomes (middleware/metrics) when the kit
+	// is in front.
+	MetricsPath = "/metrics"
 	// RunsVar is the name of the run counter in the document at VarsPath.
 	RunsVar = "agent_runs"
 )
@@ -133,6 +137,16 @@ func New(cfg Config) (*Server, error) {
 		}
 		if cfg.TaskReader {
 			mopts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})
+		}
+		collector := metrics.New()
+		mux.Handle("GET "+MetricsPath, collector)
+		if observe := mopts.Observe; observe != nil {
+			mopts.Observe = func(e middleware.Event) {
+				collector.Observe(e)
+				observe(e)
+			}
+		} else {
+			mopts.Observe = collector.Observe
 		}
 		mw, err := middleware.New(cfg.Index, mopts)
 		if err != nil {

@@ -346,7 +346,8 @@ func TestProxyGracefulShutdown(t *testing.T) {
 }
 
 // The admin listener: /healthz answers while the key store does, /metrics counts
-// the middleware's outcomes in Prometheus text format.
+// the middleware's outcomes and the time it spent (the kit's collector,
+// middleware/metrics) in Prometheus text format.
 func TestProxyAdmin(t *testing.T) {
 	up := startUpstream(t)
 	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
@@ -361,8 +362,10 @@ func TestProxyAdmin(t *testing.T) {
 	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
 	metrics := string(get(t, admin+"/metrics"))
 	for _, line := range []string{
-		`a2a_idempotency_sends_total{outcome="claimed",binding="JSONRPC",version="1.0",streaming="false"} 1`,
-		`a2a_idempotency_sends_total{outcome="replayed",binding="JSONRPC",version="1.0",streaming="false"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",streaming="false",version="1.0"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 1`,
+		`a2a_idempotency_index_duration_seconds_count{outcome="claimed"} 1`,
+		`a2a_idempotency_replay_duration_seconds_count{outcome="replayed"} 1`,
 	} {
 		if !strings.Contains(metrics, line+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", line, metrics)

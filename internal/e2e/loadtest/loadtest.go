@@ -24,6 +24,13 @@
 //     the extension in A2A-Extensions;
 //   - no other refusal (unless Config.TolerateErrors) and no unreadable answer;
 //   - no two keys name the same task;
+//   - when the server serves the middleware's metrics (Config.MetricsPath, the
+//     format of middleware/metrics), the outcomes it observed agree with the
+//     answers the clients got: each answer was observed as its outcome (a 503 as
+//     unavailable, a 409 as in_flight, "already held" as conflict, a result as
+//     claimed or replayed, ...), and the outcomes no answer matches are at most the
+//     sends the clients dropped. The Report lists the outcomes next to the HTTP
+//     statuses;
 //   - the agent's run counter (GET Config.VarsPath, the expvar Config.RunsVar) grew by
 //     at least the number of keys answered with a result and at most the number of
 //     keys that may have run; when every key was answered, by exactly that number.
@@ -63,6 +70,10 @@ type Config struct {
 	VarsPath string
 	// RunsVar names the run counter; default "agent_runs".
 	RunsVar string
+	// MetricsPath serves the middleware's outcomes in the Prometheus text format
+	// (middleware/metrics); default "/metrics". A server that serves none there
+	// (404) is checked without them.
+	MetricsPath string
 	// HTTPClient sends the requests; default a client over a fresh transport.
 	HTTPClient *http.Client
 
@@ -129,6 +140,9 @@ func (c *Config) defaults() {
 	if c.RunsVar == "" {
 		c.RunsVar = testkit.RunsVar
 	}
+	if c.MetricsPath == "" {
+		c.MetricsPath = testkit.MetricsPath
+	}
 	if c.Clients <= 0 {
 		c.Clients = 32
 	}
@@ -168,6 +182,11 @@ type Report struct {
 	// abandoned before an answer and "no-answer" for transport failures.
 	Sends   int
 	Answers map[string]int
+	// Statuses counts the answers by HTTP status.
+	Statuses map[int]int
+	// Outcomes counts the keyed sends the server's middleware observed during the
+	// run, by outcome; nil when the server serves no metrics.
+	Outcomes map[string]int64
 	// Keys counts distinct keys; Conflicting the keys that were also sent with a
 	// different message.
 	Keys, Conflicting int
@@ -201,6 +220,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-15s %d\n", k, r.Answers[k])
 	}
+	r.writeOutcomes(&b)
 	fmt.Fprintf(&b, "keys: %d (%d also sent with another message); answered with a result %d, task not found %d, unsettled %d\n",
 		r.Keys, r.Conflicting, r.Answered, r.NotFound, r.Unsettled)
 	fmt.Fprintf(&b, "agent runs: %d (counter %d -> %d)\n", r.Runs(), r.RunsBefore, r.RunsAfter)
@@ -254,6 +274,7 @@ func newRun(cfg Config) *run {
 		client: &wireclient.Client{BaseURL: cfg.BaseURL, JSONRPCPath: cfg.JSONRPCPath, RESTPath: cfg.RESTPath, HTTP: cfg.HTTPClient},
 	}
 	r.report.Answers = map[string]int{}
+	r.report.Statuses = map[int]int{}
 	return r
 }
 
@@ -340,6 +361,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.report.RunsBefore = before
+	outcomes, served, err := r.readOutcomes(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	start := time.Now()
 	r.load(ctx)
@@ -355,6 +380,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r.report.RunsAfter = after
+	if served {
+		after, _, err := r.stableOutcomes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.report.Outcomes = outcomesDuring(outcomes, after)
+		r.checkOutcomes()
+	}
 	r.check()
 	return &r.report, nil
 }
@@ -411,6 +444,9 @@ func (r *run) do(ctx context.Context, j job) {
 // record checks an answer to a send of k and records it.
 func (r *run) record(k *keyState, s wireclient.Send, a wireclient.Answer) {
 	r.count(a.Kind.String())
+	r.mu.Lock()
+	r.report.Statuses[a.Status]++
+	r.mu.Unlock()
 	if !a.Extension {
 		r.violation("message %s (%s): answer without the extension in A2A-Extensions: %v", s.MessageID, s.Binding, a)
 	}

@@ -3,6 +3,7 @@ package loadtest_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -71,7 +72,43 @@ func TestLoad(t *testing.T) {
 			if rep.Answers["already-held"] == 0 || rep.Answers["dropped"] == 0 {
 				t.Errorf("the load had no conflicts or no drops: %v", rep.Answers)
 			}
+			// The index never failed: a send observed as unavailable without a 503 is a
+			// dropped send misreported (issue 18).
+			if rep.Outcomes == nil || rep.Outcomes["unavailable"] != int64(rep.Statuses[http.StatusServiceUnavailable]) {
+				t.Errorf("outcomes %v next to statuses %v: unavailable must match the 503s", rep.Outcomes, rep.Statuses)
+			}
 		})
+	}
+}
+
+// Without dropped sends, the server's outcomes and the clients' answers agree one
+// for one (Run checks it; a mismatch is a violation): the outcomes are what the
+// clients got.
+func TestOutcomesAgreeWithAnswers(t *testing.T) {
+	srv := serve(t, "mem", 2*time.Millisecond)
+	rep, err := loadtest.Run(context.Background(), loadtest.Config{BaseURL: srv.URL, Clients: 16, Requests: 400,
+		Duration: 5 * time.Second, Drops: -1, Conflicts: 0.1, Replies: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, rep)
+	var total int64
+	for _, n := range rep.Outcomes {
+		total += n
+	}
+	if total != int64(rep.Sends) {
+		t.Errorf("the server observed %d keyed sends, the clients made %d", total, rep.Sends)
+	}
+	for outcome, answer := range map[string]string{"conflict": "already-held", "in_flight": "in-flight", "unavailable": "unavailable"} {
+		if rep.Outcomes[outcome] != int64(rep.Answers[answer]) {
+			t.Errorf("%d %s outcomes, %d %s answers", rep.Outcomes[outcome], outcome, rep.Answers[answer], answer)
+		}
+	}
+	if got, want := rep.Outcomes["claimed"]+rep.Outcomes["replayed"], int64(rep.Answers["task"]+rep.Answers["message"]); got != want {
+		t.Errorf("%d claimed and replayed outcomes, %d results", got, want)
+	}
+	if rep.Outcomes["conflict"] == 0 || rep.Outcomes["replayed"] == 0 {
+		t.Errorf("the load had no conflicts or no replays: %v", rep.Outcomes)
 	}
 }
 

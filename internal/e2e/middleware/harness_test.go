@@ -23,6 +23,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -177,6 +178,12 @@ type harnessConfig struct {
 	mount func(mux *http.ServeMux, rh a2asrv.RequestHandler)
 	// wrap, when set, wraps the a2a-go mux (not inner) before the middleware.
 	wrap func(http.Handler) http.Handler
+	// served records what the middleware answered, in harness.served (the
+	// middleware then writes to a wrapped ResponseWriter).
+	served bool
+	// adapter runs the agent behind the kit's adapter, which binds the key before
+	// the agent starts.
+	adapter bool
 }
 
 type harness struct {
@@ -190,6 +197,7 @@ type harness struct {
 	hc     *http.Client
 	logs   *lockedBuffer
 	innerR *innerRecorder
+	served *servedRecorder // what the middleware answered
 
 	mu     sync.Mutex
 	events []middleware.Event
@@ -199,7 +207,11 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
 	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
-	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	var exec a2asrv.AgentExecutor = h.agent
+	if cfg.adapter {
+		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+	}
+	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
@@ -233,7 +245,12 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	if cfg.tasks != nil {
 		cfg.opts.Tasks = cfg.tasks(h)
 	}
-	h.srv = httptest.NewServer(h.middleware(cfg.opts)(h.inner))
+	var front http.Handler = h.middleware(cfg.opts)(h.inner)
+	if cfg.served {
+		h.served = &servedRecorder{next: front}
+		front = h.served
+	}
+	h.srv = httptest.NewServer(front)
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(h.releaseAgents)
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -650,3 +667,65 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 func (w *teeWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
 
 func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// servedRecorder records what the handler it wraps (the middleware) answered each
+// request, in the order the requests came.
+type servedRecorder struct {
+	next http.Handler
+	mu   sync.Mutex
+	log  []*servedAnswer
+}
+
+type servedAnswer struct {
+	path   string
+	mu     sync.Mutex
+	status int
+	body   *lockedBuffer
+	left   chan struct{} // closed when the request's context ends (its client left, or it was answered)
+}
+
+// code returns the status answered, 0 when nothing was.
+func (a *servedAnswer) code() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+func (sr *servedRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a := &servedAnswer{path: r.URL.Path, body: &lockedBuffer{}, left: make(chan struct{})}
+	context.AfterFunc(r.Context(), func() { close(a.left) })
+	sr.mu.Lock()
+	sr.log = append(sr.log, a)
+	sr.mu.Unlock()
+	sr.next.ServeHTTP(&statusWriter{teeWriter: teeWriter{ResponseWriter: w, tee: a.body}, a: a}, r)
+}
+
+func (sr *servedRecorder) answers() []*servedAnswer {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return append([]*servedAnswer(nil), sr.log...)
+}
+
+// statusWriter is a teeWriter that records the status.
+type statusWriter struct {
+	teeWriter
+	a *servedAnswer
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.a.mu.Lock()
+	if w.a.status == 0 && code >= 200 {
+		w.a.status = code
+	}
+	w.a.mu.Unlock()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.a.mu.Lock()
+	if w.a.status == 0 {
+		w.a.status = http.StatusOK
+	}
+	w.a.mu.Unlock()
+	return w.teeWriter.Write(p)
+}

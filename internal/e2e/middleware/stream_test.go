@@ -297,7 +297,12 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 			h.expectOutcomes(middleware.OutcomeInFlight)
 
 			h.releaseAgents()
-			h.expectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeClaimed)
+			// The first attempt's client got nothing: abandoned, its key bound by the
+			// answer that came after it left.
+			h.expectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeAbandoned)
+			if e := h.lastEvent(); e.Outcome != middleware.OutcomeAbandoned || e.BoundBy != middleware.BoundByAnswer {
+				t.Fatalf("first attempt observed as %+v, want abandoned with its key bound by the answer", e)
+			}
 			evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil || len(evs) == 0 || taskOf(evs[0]) == "" {
 				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)

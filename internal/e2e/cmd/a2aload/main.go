@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RESTPath, "rest", "/rest", "`path` the HTTP+JSON binding is mounted at")
 	fs.StringVar(&cfg.VarsPath, "vars", "/debug/vars", "`path` of the expvar JSON that holds the run counter")
 	fs.StringVar(&cfg.RunsVar, "runs-var", "agent_runs", "`name` of the run counter")
+	fs.StringVar(&cfg.MetricsPath, "metrics", "/metrics", "`path` of the middleware's metrics (middleware/metrics), checked against the answers when served")
 	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients")
 	fs.IntVar(&cfg.Requests, "requests", 2000, "sends of the load phase, at most")
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "length of the load phase, at most")
