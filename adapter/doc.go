@@ -28,8 +28,9 @@
 //
 //	index := memstore.New(memstore.Options{})
 //	exec := adapter.NewExecutor(agent, adapter.Options{})
-//	handler := a2asrv.NewHandler(exec,
-//		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+//	tasks := taskstore.NewInMemory(nil)
+//	handler := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(tasks),
+//		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 //	mux := http.NewServeMux()
 //	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 //	idem, err := middleware.New(index, middleware.Options{})

@@ -71,7 +71,7 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 //     if it still owns it, so an identical retry runs normally (or, after a takeover, is
 //     answered by the new owner). For a follow-up, a2a-go
 //     v2.4.0 turns any executor error on an existing task into a FAILED task; install
-//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go loads
+//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go changes
 //     the task.
 //  3. Run the agent. When its first event is an *a2a.Message (the agent answered
 //     without creating a task), record the Message as the key's reply (the binding

@@ -32,10 +32,12 @@ func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.Key
 	if err != nil {
 		t.Fatal(err)
 	}
-	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	store := testkit.NewStore()
+	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{})))
 	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
 		HandlerOptions: handlerOpts,
+		TaskStore:      store,
 	})
 }
 
@@ -735,4 +737,39 @@ type readerFunc func(ctx context.Context, r *http.Request, tenant, taskID string
 
 func (f readerFunc) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
 	return f(ctx, r, tenant, taskID)
+}
+
+// A keyed follow-up that a2a-go refuses (its task does not exist, or has finished)
+// holds no key: nothing ran, so the key is released and the scope does not fill up
+// with keys of refused sends.
+func TestRefusedFollowUpHoldsNoKey(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := memstore.New(memstore.Options{})
+			agent := &testkit.Agent{}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := client(t, srv.Card, binding)
+			done, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{
+				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("finish")),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, task := range map[string]*a2a.Task{
+				"unknown task":  {ID: "no-such-task", ContextID: "ctx"},
+				"finished task": done.(*a2a.Task),
+			} {
+				msg, key := followUp(t, task, "more")
+				if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err == nil {
+					t.Errorf("%s: a2a-go accepted the follow-up", name)
+				}
+				if rec, held, err := index.Lookup(context.Background(), "", key); err != nil || held {
+					t.Errorf("%s: after the refusal the key holds %+v (held=%v, err %v), want it released", name, rec, held, err)
+				}
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
 }

@@ -33,9 +33,11 @@ func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.Key
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := testkit.NewStore()
 	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
-		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{}))},
+		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{}))},
+		TaskStore:      store,
 	})
 }
 

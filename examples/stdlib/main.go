@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	agent := &echoAgent{delay: *delay, replyMessage: *reply == "message"}
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
 		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
