@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -771,5 +772,63 @@ func TestRefusedFollowUpHoldsNoKey(t *testing.T) {
 				t.Errorf("agent ran %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// A keyed message that reaches the adapter without the middleware's claim (sent
+// through a binding the middleware does not see, such as gRPC, here a server without
+// the middleware) is refused as unsupported, new sends and follow-ups alike: it is
+// not run without deduplication. The task of a refused follow-up is left as it was.
+func TestUnclaimedKeyedSendRefused(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &testkit.Agent{AskFirst: true}
+			store := testkit.NewStore()
+			srv := testkit.NewServer(t, testkit.Config{Agent: agent, Executor: adapter.NewExecutor(agent, adapter.Options{}),
+				HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{}))},
+				TaskStore:      store,
+			})
+			c := client(t, srv.Card, binding)
+			msg, _ := keyedMessage(t, "no middleware")
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Errorf("unclaimed keyed send: error %v, want UnsupportedOperation", err)
+			}
+			task := newTaskAwaitingInput(t, c)
+			more, _ := followUp(t, task, "more")
+			_, err = c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: more})
+			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Errorf("unclaimed keyed follow-up: error %v, want UnsupportedOperation", err)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1 (the unkeyed send only)", n)
+			}
+			if stored := srv.Task(t, task.ID); stored.Status.State != a2a.TaskStateInputRequired || len(stored.History) != len(task.History) {
+				t.Errorf("after the refused follow-up the task is %s with %d messages, want it unchanged", stored.Status.State, len(stored.History))
+			}
+		})
+	}
+}
+
+// Without FollowUpBinder, the Executor refuses an unclaimed keyed first send itself;
+// with Options.RunUnclaimed (a2a-go's cluster mode, where the claim cannot reach the
+// executor) it runs it and logs a warning.
+func TestExecutorUnclaimedKeyedSend(t *testing.T) {
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	for _, run := range []bool{false, true} {
+		agent := &testkit.Agent{}
+		srv := testkit.NewServer(t, testkit.Config{Agent: agent, Executor: adapter.NewExecutor(agent, adapter.Options{RunUnclaimed: run, Logger: logger})})
+		msg, _ := keyedMessage(t, "no middleware")
+		_, err := client(t, srv.Card, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		switch {
+		case !run && (err == nil || agent.Runs() != 0):
+			t.Errorf("unclaimed keyed send: error %v, agent ran %d times; want a refusal and no run", err, agent.Runs())
+		case run && (err != nil || agent.Runs() != 1):
+			t.Errorf("unclaimed keyed send with RunUnclaimed: error %v, agent ran %d times; want one run", err, agent.Runs())
+		}
+	}
+	if !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no warning logged for the unclaimed keyed sends:\n%s", logs.String())
 	}
 }

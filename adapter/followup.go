@@ -38,8 +38,14 @@ import (
 // task's current state, as a retry of an accepted follow-up would. A client that must
 // tell the two apart checks whether its message is in the task's history.
 //
-// Requests that are not keyed sends (no [middleware.ClaimedSend] in the context), that
-// name no task, or that are not sends pass through untouched.
+// A keyed send that reaches FollowUpBinder without the middleware's claim (through a
+// binding the middleware does not see, such as gRPC) is refused with an error wrapping
+// [ErrUnclaimed] before a2a-go loads or changes anything, whatever
+// [Options.RunUnclaimed] says: refused later, by [Executor], a follow-up would fail its
+// task.
+//
+// Requests that are not sends, unkeyed sends, and keyed first sends that name no task
+// pass through untouched.
 type FollowUpBinder struct {
 	tasks  taskstore.Store
 	logger *slog.Logger
@@ -59,7 +65,8 @@ func NewFollowUpBinder(tasks taskstore.Store, opts Options) *FollowUpBinder {
 }
 
 // Before implements a2asrv.CallInterceptor: it binds a keyed follow-up send that
-// a2a-go will accept, and returns an error wrapping [ErrNotBound] when that fails.
+// a2a-go will accept, and returns an error wrapping [ErrNotBound] when that fails, or
+// [ErrUnclaimed] for a keyed send without the middleware's claim.
 func (b *FollowUpBinder) Before(ctx context.Context, callCtx *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
 	if m := callCtx.Method(); m != "SendMessage" && m != "SendStreamingMessage" {
 		return ctx, nil, nil
@@ -70,7 +77,7 @@ func (b *FollowUpBinder) Before(ctx context.Context, callCtx *a2asrv.CallContext
 	}
 	claim, ok := middleware.ClaimedSendFrom(ctx)
 	if !ok {
-		return ctx, nil, nil
+		return ctx, nil, refuseUnclaimed(ctx, b.logger, send.Message, false)
 	}
 	if send.Message.TaskID == "" || !b.accepts(ctx, send.Message) {
 		return ctx, nil, nil
