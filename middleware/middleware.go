@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,36 @@ func TenantPathScope(mount string) func(r *http.Request, tenant string) (string,
 	}
 }
 
+// bodyChunk is the most the middleware allocates for a body before its bytes arrive,
+// whatever Content-Length announces.
+const bodyChunk = 32 << 10
+
+// readUpTo reads body to its end, or to one byte past limit, into a buffer that
+// starts at bodyChunk (or length+1, when the announced length is smaller and not
+// negative) and doubles as the bytes arrive, so that what it holds is at most twice
+// what came.
+func readUpTo(body io.Reader, length, limit int64) ([]byte, error) {
+	size := int64(bodyChunk)
+	if length >= 0 && length < size {
+		size = length + 1 // room to read the end of the body
+	}
+	buf := make([]byte, 0, min(size, limit+1))
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := body.Read(buf[len(buf):int(min(int64(cap(buf)), limit+1))])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
 // middleware is what the handlers of one New share.
 type middleware struct {
 	core         core // the wrapped handler is each handler's own
@@ -207,7 +238,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody reads r's body, up to MaxBodyBytes, and puts back a body that reads the
-// same bytes, with a ContentLength to match.
+// same bytes, with a ContentLength to match. It allocates as the bytes arrive (see
+// readUpTo), never what Content-Length announces: a client that sends headers
+// announcing 10 MiB and then one byte holds a few KiB.
 func (m *middleware) readBody(r *http.Request) ([]byte, *failure) {
 	limit := m.maxBodyBytes
 	tooLarge := func() *failure {
@@ -219,14 +252,8 @@ func (m *middleware) readBody(r *http.Request) ([]byte, *failure) {
 	}
 	var body []byte
 	var err error
-	switch {
-	case r.Body == nil:
-	case r.ContentLength > 0:
-		// net/http ends the body at its declared length.
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
-	default:
-		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if r.Body != nil {
+		body, err = readUpTo(r.Body, r.ContentLength, limit)
 	}
 	if err != nil {
 		return nil, &failure{kind: failUnreadable, message: "the request body could not be read: " + err.Error()}
