@@ -113,6 +113,7 @@ func (b *oneByte) Read(p []byte) (int, error) {
 	p[0] = '{'
 	return 1, nil
 }
+
 // Item 1: a body that announces 10 MiB and sends one byte costs what it sent, not
 // what it announced.
 func TestAnnouncedLengthNotAllocated(t *testing.T) {
