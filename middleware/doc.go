@@ -96,8 +96,16 @@
 //   - A key reused by a different message is refused: JSON-RPC -32602, HTTP+JSON 400
 //     INVALID_ARGUMENT, with a message containing "already held". Nothing about the
 //     other message is revealed.
-//   - When the index fails (an error, a timeout, a full scope), keyed sends fail
-//     closed with 503 and Retry-After; unkeyed sends are unaffected.
+//   - A tenant (the scope), messageId or taskId past the bounds of
+//     [idempotency.CheckLengths], or one the index refuses as invalid, is refused as
+//     a client error before anything is claimed: JSON-RPC -32602, HTTP+JSON 400
+//     INVALID_ARGUMENT. Retrying it cannot help, so it is never answered as a 503.
+//   - When the index is full (the scope, or the whole index, holds as many keys as
+//     it may), keyed sends are refused with 429 and a Retry-After of an hour (keys
+//     leave only as their time to live ends): JSON-RPC code -32000, HTTP+JSON
+//     RESOURCE_EXHAUSTED, both reason RESOURCE_EXHAUSTED. When the index fails (an
+//     error, a timeout), keyed sends fail closed with 503 and Retry-After. Unkeyed
+//     sends are unaffected by either.
 //
 // Every answer to a keyed send the middleware handled carries the response header
 // A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
@@ -177,15 +185,16 @@
 // that exclude each other (a list, an object), and both type an error by its code.
 // The codes are the same in both versions: -32602 invalid params, -32004 unsupported
 // operation, -32001 task not found, -32603 internal error. Errors with an HTTP status
-// of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 409
-// (code -32000, reason SERVER_ERROR), 413 (code -32600, reason INVALID_REQUEST, id
-// null). HTTP+JSON errors, in both versions, are google.rpc.Status bodies sent as
-// application/json with their HTTP status, on message:stream too: 503 UNAVAILABLE,
-// 409 ABORTED (both reason SERVER_ERROR), 413 INVALID_ARGUMENT (reason
+// of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 429
+// (code -32000, reason RESOURCE_EXHAUSTED), 409 (code -32000, reason SERVER_ERROR),
+// 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors, in both
+// versions, are google.rpc.Status bodies sent as application/json with their HTTP
+// status, on message:stream too: 503 UNAVAILABLE, 409 ABORTED (both reason
+// SERVER_ERROR), 429 RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason
 // INVALID_REQUEST). (a2a-go's v0.3 handler sends its own errors as
 // application/problem+json, which its v0.3 client does not type; the middleware's
-// are typed.) The 503 and 409 bodies repeat the Retry-After delay in the ErrorInfo
-// metadata as retryAfterSeconds. An error the server behind answered (to a task
+// are typed.) The 503, 429 and 409 bodies repeat the Retry-After delay in the
+// ErrorInfo metadata as retryAfterSeconds. An error the server behind answered (to a task
 // read, say) is passed on with its own status, code and message; on HTTP+JSON its
 // body is sent as application/json.
 //

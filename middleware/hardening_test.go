@@ -2,13 +2,17 @@ package middleware_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/memstore"
@@ -130,5 +134,76 @@ func TestAnnouncedLengthNotAllocated(t *testing.T) {
 	}
 	if least > 256<<10 {
 		t.Errorf("a request announcing %d bytes and sending 1 allocated %d bytes", middleware.DefaultMaxBodyBytes, least)
+	}
+}
+
+// Item 5: input the index cannot take is a client error, not a 503 to retry: a tenant
+// or message id past the bounds is refused before anything is claimed, and a full
+// scope answers 429 RESOURCE_EXHAUSTED with a Retry-After that keyedclient does not
+// retry.
+func TestClientErrorsNotTransient(t *testing.T) {
+	ctx := context.Background()
+	index := memstore.New(memstore.Options{MaxKeysPerScope: 1})
+	if _, err := index.Claim(ctx, "full", idempotency.NewKey(), "m0", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h := wrap(t, index, middleware.Options{Logger: slog.New(slog.DiscardHandler)}, unreachable(t))
+	long := strings.Repeat("t", idempotency.MaxScopeLength+1)
+	longID := strings.Repeat("m", idempotency.MaxMessageIDLength+1)
+	for name, tc := range map[string]struct {
+		tenant, id string
+		status     int    // HTTP+JSON status
+		code       int    // JSON-RPC code; 0 when the answer has a status of its own
+		grpc       string // HTTP+JSON status name
+	}{
+		"long tenant":     {tenant: long, id: "m1", status: 400, code: -32602, grpc: "INVALID_ARGUMENT"},
+		"long message id": {id: longID, status: 400, code: -32602, grpc: "INVALID_ARGUMENT"},
+		"full scope":      {tenant: "full", id: "m1", status: 429, grpc: "RESOURCE_EXHAUSTED"},
+	} {
+		key := idempotency.NewKey()
+		w := post(h, "/jsonrpc", rpcBody(t, tc.tenant, hardMessage(key, tc.id, "")))
+		code, _ := rpcError(t, w)
+		switch {
+		case tc.code != 0 && (w.Code != 200 || code != tc.code):
+			t.Errorf("%s, JSON-RPC: HTTP %d code %d, want 200 with %d", name, w.Code, code, tc.code)
+		case tc.code == 0 && w.Code != tc.status:
+			t.Errorf("%s, JSON-RPC: HTTP %d, want %d", name, w.Code, tc.status)
+		}
+		w = post(h, "/message:send", restBody(t, tc.tenant, hardMessage(key, tc.id, "")))
+		if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.grpc) {
+			t.Errorf("%s, HTTP+JSON: %d %s, want %d %s", name, w.Code, w.Body.String(), tc.status, tc.grpc)
+		}
+		if tc.status == 429 && w.Header().Get("Retry-After") != "3600" {
+			t.Errorf("%s: Retry-After %q, want 3600", name, w.Header().Get("Retry-After"))
+		}
+		if len(w.Body.Bytes()) > 2048 {
+			t.Errorf("%s: the answer is %d bytes: it repeats the client's value", name, w.Body.Len())
+		}
+	}
+	if c, _ := index.Capacity(ctx, long[:idempotency.MaxScopeLength]); c.Held != 0 {
+		t.Errorf("a refused send left %d keys", c.Held)
+	}
+}
+
+// refusingIndex refuses every claim as invalid input, as sqlstore refuses a message id
+// with a NUL byte on PostgreSQL, with text that names the database.
+type refusingIndex struct{ idempotency.KeyIndex }
+
+func (refusingIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
+	return idempotency.Claim{}, fmt.Errorf("sqlstore: claim on db-7.internal: %w: message id is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument)
+}
+
+// Item 5: input the index itself refuses is a client error too, and its text stays
+// in the log.
+func TestIndexRefusalIsClientError(t *testing.T) {
+	h := wrap(t, refusingIndex{memstore.New(memstore.Options{})}, middleware.Options{Logger: slog.New(slog.DiscardHandler)}, unreachable(t))
+	key := idempotency.NewKey()
+	w := post(h, "/jsonrpc", rpcBody(t, "", hardMessage(key, "m\x00", "")))
+	if code, msg := rpcError(t, w); w.Code != 200 || code != -32602 || strings.Contains(msg, "db-7") {
+		t.Errorf("JSON-RPC: HTTP %d code %d %q, want 200 with -32602 and no index text", w.Code, code, msg)
+	}
+	w = post(h, "/message:send", restBody(t, "", hardMessage(key, "m\x00", "")))
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "INVALID_ARGUMENT") || strings.Contains(w.Body.String(), "db-7") {
+		t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_ARGUMENT and no index text", w.Code, w.Body.String())
 	}
 }

@@ -166,7 +166,8 @@ const (
 	// OutcomeUnavailable: 503 with Retry-After: a call to the index failed or timed
 	// out, the adapter could not bind the key (the agent did not run), or the
 	// retry's task could not be read. Nothing ran; a retry with the same key may
-	// succeed.
+	// succeed. Also 429 RESOURCE_EXHAUSTED with a Retry-After of an hour: the index
+	// is full (the scope, or the whole index); retries of held keys still succeed.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeTaskGone: TaskNotFoundError (JSON-RPC -32001, HTTP+JSON 404): a retry
 	// whose first attempt's task no longer exists. The agent is not run again for

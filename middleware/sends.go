@@ -2,9 +2,11 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -97,6 +99,7 @@ const (
 	RefusedUnavailable                         // the index failed, or the key could not be bound: 503
 	RefusedInFlight                            // the first attempt is in flight, its task unknown: 409
 	RefusedInternal                            // the first attempt's answer could not be framed: 500
+	RefusedExhausted                           // the index is full: 429 RESOURCE_EXHAUSTED, Retry-After an hour
 )
 
 // Refusal is an answer to a keyed send that the kit gives instead of the server.
@@ -105,8 +108,8 @@ type Refusal struct {
 	// Message is the client's text: it says what to do and never carries internal
 	// error text.
 	Message string
-	// RetryAfter is the delay before a retry, for RefusedUnavailable and
-	// RefusedInFlight.
+	// RetryAfter is the delay before a retry, for RefusedUnavailable,
+	// RefusedExhausted and RefusedInFlight.
 	RetryAfter time.Duration
 	// Extension reports whether the answer names the extension (in the binding's
 	// A2A-Extensions header); it does not when keys cannot be honoured.
@@ -219,7 +222,7 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	}
 	kinds := map[failKind]RefusalKind{
 		failInvalidParams: RefusedInvalid, failUnsupported: RefusedUnsupported, failTaskNotFound: RefusedTaskNotFound,
-		failUnavailable: RefusedUnavailable, failInFlight: RefusedInFlight,
+		failUnavailable: RefusedUnavailable, failInFlight: RefusedInFlight, failExhausted: RefusedExhausted,
 	}
 	kind, ok := kinds[f.kind]
 	if !ok {
@@ -294,6 +297,10 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 	if err != nil {
 		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: err.Error()}, true)
 	}
+	if err := idempotency.CheckLengths(sc, send.MessageID, idempotency.Binding{TaskID: send.TaskID}); err != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: "the keyed send was refused: " +
+			strings.TrimPrefix(err.Error(), idempotency.ErrInvalidArgument.Error()+": ") + msgTooLong}, true)
+	}
 	send.k = claimKey{scope: sc, key: send.Key, messageID: send.MessageID}
 
 	d := c.decide(ctx, send.k, &send.t)
@@ -316,6 +323,16 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 			slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
 			slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
 	case decideUnavailable:
+		switch {
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrInvalidArgument):
+			// A client error: retrying the same send cannot help. The index's text
+			// stays in the log.
+			return refuse(OutcomeRefused, &failure{kind: failInvalidParams, message: msgIndexRefused}, true, slog.LevelInfo,
+				"idempotency: index "+d.op+" refused the keyed send's values", slog.Any("error", d.err))
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrFull):
+			return refuse(OutcomeUnavailable, &failure{kind: failExhausted, message: msgFull, retryAfter: fullRetryAfter}, true,
+				slog.LevelWarn, "idempotency: index full, keyed send refused", slog.Any("error", d.err))
+		}
 		if ctx.Err() != nil {
 			// The client went away while the index was asked: not the index's fault.
 			return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo,
