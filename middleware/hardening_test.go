@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -205,5 +206,45 @@ func TestIndexRefusalIsClientError(t *testing.T) {
 	w = post(h, "/message:send", restBody(t, "", hardMessage(key, "m\x00", "")))
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "INVALID_ARGUMENT") || strings.Contains(w.Body.String(), "db-7") {
 		t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_ARGUMENT and no index text", w.Code, w.Body.String())
+	}
+}
+// leakyTasks is a TaskSource whose failures describe its database.
+type leakyTasks struct{ err error }
+
+func (l leakyTasks) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
+	return nil, l.err
+}
+// Item 6: what Options.Tasks fails with goes to the log, never into the client's
+// answer.
+func TestTaskSourceErrorsStayInLog(t *testing.T) {
+	const secret = `pq: password authentication failed for user "app" (host db-7.internal): SELECT task FROM tasks`
+	ctx := context.Background()
+	for name, err := range map[string]error{
+		"store down": errors.New(secret),
+		"not found":  fmt.Errorf("%w: %s", middleware.ErrTaskNotFound, secret),
+	} {
+		index := memstore.New(memstore.Options{})
+		key := idempotency.NewKey()
+		c, cerr := index.Claim(ctx, "", key, "m1", time.Minute)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		if err := index.Bind(ctx, "", key, c.Token, idempotency.Binding{TaskID: "task-1"}); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		h := wrap(t, index, middleware.Options{Tasks: leakyTasks{err}, ReplayWait: -1,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))}, http.NotFoundHandler())
+		for _, w := range []*httptest.ResponseRecorder{
+			post(h, "/jsonrpc", rpcBody(t, "", hardMessage(key, "m1", ""))),
+			post(h, "/message:send", restBody(t, "", hardMessage(key, "m1", ""))),
+		} {
+			if strings.Contains(w.Body.String(), "db-7") || strings.Contains(w.Body.String(), "SELECT") {
+				t.Errorf("%s: the client's answer carries the store's text: %s", name, w.Body.String())
+			}
+		}
+		if name == "store down" && !strings.Contains(logs.String(), "db-7") {
+			t.Errorf("%s: the store's error is not in the log:\n%s", name, logs.String())
+		}
 	}
 }

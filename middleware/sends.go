@@ -189,7 +189,7 @@ func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(
 		runs = func(taskID string) bool { return running(ctx, taskID) }
 	}
 	reply, f := s.m.core.awaitTask(ctx, send, step.Record, func() *failure {
-		return taskSourceFailure(read(ctx, step.Record.TaskID))
+		return s.m.core.taskSourceFailure(ctx, send, step.Record.TaskID, read(ctx, step.Record.TaskID))
 	}, runs)
 	if f != nil {
 		send.outcome = outcomeOr(ctx, failureOutcome(f))
@@ -234,17 +234,23 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	return &Refusal{Kind: kind, Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
 }
 
-// taskSourceFailure returns the failure of a task read that returned err, or nil.
-func taskSourceFailure(err error) *failure {
+// taskSourceFailure returns the failure of a read of task taskID that returned err,
+// or nil. What a task source fails with describes its store (host names, SQL): it
+// goes to the log, and the client gets what it can act on.
+func (c core) taskSourceFailure(ctx context.Context, send *Send, taskID string, err error) *failure {
 	switch {
 	case err == nil:
 		return nil
 	case errNotFound(err):
-		return &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists: " +
-			err.Error() + "; the agent is not run again for the same key, so send a new message with a fresh key"}
+		c.logSend(ctx, send, slog.LevelDebug, "idempotency: the key's task was not found by the task source",
+			slog.String("task_id", idempotency.LogValue(taskID)), slog.Any("error", err))
+		return &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists; " +
+			"the agent is not run again for the same key, so send a new message with a fresh key"}
 	}
-	return &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read (" +
-		err.Error() + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+	c.logSend(ctx, send, slog.LevelWarn, "idempotency: the task source could not read the key's task for a replay",
+		slog.String("task_id", idempotency.LogValue(taskID)), slog.Any("error", err))
+	return &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read; " +
+		"retry with the same key and message later", retryAfter: defaultRetryAfter}
 }
 
 // beginning is what begin decided: a refusal (fail, ext), a forward with token, a
