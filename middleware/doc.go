@@ -67,6 +67,8 @@
 //     a task or Message exists, the key is released, so an identical retry runs. The
 //     forward does not stop when the client leaves: it goes on until the key is bound
 //     (see "Servers the kit cannot see inside").
+//     Values the client chose (scope, message and task ids) are logged cut to 64
+//     bytes and a digest ([idempotency.LogValue]).
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
 //     Message again (the index holds it as v1.0 JSON; a v0.3 retry gets it converted
 //     as a2a-go's v0.3 handlers convert), or the task as it is now: a GetTask (v0.3:

@@ -248,3 +248,58 @@ func TestTaskSourceErrorsStayInLog(t *testing.T) {
 		}
 	}
 }
+// Item 7: a client-chosen value is logged shortened, however long it is.
+func TestLogsShortenClientValues(t *testing.T) {
+	ctx := context.Background()
+	tenant := strings.Repeat("t", idempotency.MaxScopeLength)
+	index := memstore.New(memstore.Options{})
+	key := idempotency.NewKey()
+	if _, err := index.Claim(ctx, tenant, key, "m1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := wrap(t, index, middleware.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}, unreachable(t))
+	for range 5 {
+		post(h, "/jsonrpc", rpcBody(t, tenant, hardMessage(key, "m2", ""))) // key reused: a conflict
+		post(h, "/jsonrpc", rpcBody(t, strings.Repeat("x", 4<<20), hardMessage(key, "m2", "")))
+	}
+	if logs.Len() > 4<<10 {
+		t.Errorf("ten refused sends wrote %d bytes of log", logs.Len())
+	}
+}
+
+
+// Item 7: when the client leaves before anything bound its key, the log says what is
+// known, not that the key stays pending until its lease ends: code behind the
+// middleware (the adapter) may bind it a moment later, as here.
+func TestLogSaysWhatIsKnownWhenClientLeaves(t *testing.T) {
+	var logs bytes.Buffer
+	bound := make(chan error, 1)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs, ok := middleware.ClaimedSendFrom(r.Context())
+		if !ok {
+			t.Error("no claim in the forwarded request's context")
+			return
+		}
+		<-r.Context().Done() // the client left; the agent starts in the background
+		go func() {
+			time.Sleep(10 * time.Millisecond)
+			bound <- cs.Bind(context.Background(), idempotency.Binding{TaskID: "task-1"})
+		}()
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	h := wrap(t, memstore.New(memstore.Options{}), middleware.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, next)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/jsonrpc", bytes.NewReader(rpcBody(t, "", hardMessage(idempotency.NewKey(), "m1", ""))))
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+	}()
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if err := <-bound; err != nil {
+		t.Fatalf("the code behind could not bind the key: %v", err)
+	}
+	if strings.Contains(logs.String(), "stays pending until its lease ends") {
+		t.Errorf("the log says the key stays pending until its lease ends, and it was bound a moment later:\n%s", logs.String())
+	}
+}

@@ -313,7 +313,7 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 	switch d.kind {
 	case decideForward:
 		c.logSend(ctx, send, slog.LevelDebug, "idempotency: key claimed, send forwarded",
-			slog.String("message_id", send.MessageID), slog.String("follow_up_of", send.TaskID))
+			slog.String("message_id", idempotency.LogValue(send.MessageID)), slog.String("follow_up_of", idempotency.LogValue(send.TaskID)))
 		return beginning{forward: true, token: d.token}
 	case decideReplay:
 		return beginning{rec: d.rec}
@@ -416,8 +416,9 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr car
 		case gone && !hooked:
 			// The client went away, and nothing tells whether the agent started in
 			// the background (a2a-go runs it on a context that outlives the request).
-			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during a keyed send; "+
-				"the key stays pending until its lease ends")
+			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during a keyed send before anything bound "+
+				"its key; retries wait until code behind the middleware binds it (the adapter does before the "+
+				"agent runs) or its lease ends")
 		default:
 			if c.releaseProduced(ctx, send, cs) && !gone {
 				return OutcomeReleased
@@ -433,8 +434,8 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr car
 			if gone {
 				level = slog.LevelInfo
 			}
-			c.logSend(ctx, send, level, "idempotency: could not learn what a keyed send produced; "+
-				"the key stays pending until its lease ends")
+			c.logSend(ctx, send, level, "idempotency: could not learn what a keyed send produced from its answer; "+
+				"retries wait until code behind the middleware binds the key or its lease ends")
 		}
 		// An answer the middleware could not read (a stream without a first event,
 		// one too large to copy, nothing at all), passed on as it was.
@@ -452,7 +453,7 @@ func (c core) bindProduced(ctx context.Context, send *Send, cs *ClaimedSend, b i
 	// index call by IndexTimeout itself, and makes none when b is bound already.
 	if err := cs.bind(context.WithoutCancel(ctx), b, false); err != nil {
 		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to what the send produced; "+
-			"retries wait for the lease to end", slog.String("task_id", b.TaskID), slog.Any("error", err))
+			"retries wait for the lease to end", slog.String("task_id", idempotency.LogValue(b.TaskID)), slog.Any("error", err))
 	}
 }
 
@@ -494,7 +495,7 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 		case !f.notFound():
 			if f.kind == failUnavailable {
 				c.logSend(ctx, send, slog.LevelWarn, "idempotency: could not read the key's task for a retry",
-					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
+					slog.String("task_id", idempotency.LogValue(rec.TaskID)), slog.String("error", f.message))
 			}
 			return nil, f
 		case time.Since(rec.ClaimedAt) >= c.lease || time.Until(deadline) <= 0:
@@ -535,7 +536,7 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 //
 // Logs name the time left until the task counts as gone.
 func (c core) missingTask(ctx context.Context, send *Send, rec idempotency.Record, notFound *failure, running func(taskID string) bool) *failure {
-	taskID := slog.String("task_id", rec.TaskID)
+	taskID := slog.String("task_id", idempotency.LogValue(rec.TaskID))
 	if running != nil && running(rec.TaskID) {
 		c.logSend(ctx, send, slog.LevelInfo, "idempotency: key bound, its task not stored yet and its execution running here; retry answered 409",
 			taskID)
@@ -584,7 +585,7 @@ func (c core) logSend(ctx context.Context, send *Send, level slog.Level, msg str
 		slog.String("binding", string(send.Binding)),
 		slog.String("version", string(send.Version)),
 		slog.Bool("streaming", send.Streaming),
-		slog.String("scope", send.k.scope))
+		slog.String("scope", idempotency.LogValue(send.k.scope)))
 	if send.outcome != "" {
 		attrs = append(attrs, slog.String("outcome", string(send.outcome)))
 	}
