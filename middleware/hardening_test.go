@@ -303,3 +303,35 @@ func TestLogSaysWhatIsKnownWhenClientLeaves(t *testing.T) {
 		t.Errorf("the log says the key stays pending until its lease ends, and it was bound a moment later:\n%s", logs.String())
 	}
 }
+
+// Item 10: a tenant template of several segments gives each tenant its own scope.
+func TestTenantPathScopeTemplates(t *testing.T) {
+	scope := middleware.TenantPathScope("/locations/*/projects/{*}")
+	for path, want := range map[string]string{
+		"/locations/eu/projects/alpha/message:send": "alpha",
+		"/locations/us/projects/beta/message:send":  "beta",
+	} {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		if got, err := scope(r, ""); err != nil || got != want {
+			t.Errorf("%s: scope %q, %v; want %q", path, got, err, want)
+		}
+	}
+	multi := middleware.TenantPathScope("/{locations/*/projects/*}")
+	a := httptest.NewRequest(http.MethodPost, "/locations/eu/projects/alpha/message:send", nil)
+	b := httptest.NewRequest(http.MethodPost, "/locations/eu/projects/beta/message:send", nil)
+	sa, _ := multi(a, "")
+	sb, _ := multi(b, "")
+	if sa == sb || sa != "locations/eu/projects/alpha" {
+		t.Errorf("multi-segment tenants scope as %q and %q, want locations/eu/projects/alpha and another", sa, sb)
+	}
+	for _, bad := range []string{"/tenants/{*}/{*}", "/tenants/{*"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("TenantPathScope(%q) accepted a malformed template", bad)
+				}
+			}()
+			middleware.TenantPathScope(bad)
+		}()
+	}
+}

@@ -95,26 +95,37 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 // share one scope.
 func DefaultScope(_ *http.Request, tenant string) (string, error) { return tenant, nil }
 
-// TenantPathScope returns an [Options.Scope] for servers that mount a tenant-aware
-// HTTP+JSON handler at mount, with the tenant as the first path segment after it
-// (mount "/t" serves POST /t/{tenant}/message:send, as a2a-go's
-// http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does). For sends
-// under mount the scope is that segment, which is what such a server uses whatever
-// the body says; for every other send it is the tenant the request names, so JSON-RPC
-// and HTTP+JSON retries of one send meet in one scope.
-func TenantPathScope(mount string) func(r *http.Request, tenant string) (string, error) {
-	mount = strings.TrimSuffix(mount, "/") + "/"
+// TenantPathScope returns an [Options.Scope] for servers that take the tenant of an
+// HTTP+JSON send from its path. pattern is either a mount, with the tenant as the
+// first path segment after it (mount "/t" serves POST /t/{tenant}/message:send, as
+// a2a-go's http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does), or a
+// tenant template in the syntax of a2a-go's a2asrv.NewTenantRESTHandler, written from
+// the root of the server's paths: '*' matches one segment, and the segments inside
+// the one {} are the tenant, joined with '/' ("/t/{*}" is the mount "/t";
+// "/locations/*/projects/{*}" takes the project; "/{locations/*/projects/*}" takes all
+// four segments, so two projects never share a scope). For sends that match it the
+// scope is the tenant the path names, which is what such a server uses whatever the
+// body says; for every other send it is the tenant the request names, so JSON-RPC and
+// HTTP+JSON retries of one send meet in one scope.
+//
+// A template a2a-go would refuse (no {}, more than one, braces out of order) or whose
+// {} holds no segment panics, as a2a-go's NewTenantRESTHandler does: it is a
+// configuration error, found when the middleware is set up.
+func TenantPathScope(pattern string) func(r *http.Request, tenant string) (string, error) {
+	if !strings.ContainsAny(pattern, "{}") {
+		pattern = strings.TrimSuffix(pattern, "/") + "/{*}"
+	}
+	t, err := parseTenantTemplate(pattern)
+	if err != nil {
+		panic("middleware: TenantPathScope: " + err.Error())
+	}
 	return func(r *http.Request, tenant string) (string, error) {
 		prefix, _, ok := restSend(r)
 		if !ok {
 			return tenant, nil
 		}
-		rest, ok := strings.CutPrefix(prefix, mount)
-		if !ok {
-			return tenant, nil
-		}
-		if segment, _, _ := strings.Cut(rest, "/"); segment != "" {
-			return segment, nil
+		if captured, ok := t.match(prefix); ok && captured != "" {
+			return captured, nil
 		}
 		return tenant, nil
 	}
