@@ -30,10 +30,14 @@
 // body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
 // not the message lists the extension, in every version. Everything else passes
 // through untouched: other methods and calls, unkeyed sends, bodies that are not
-// JSON. The middleware reads the body of every POST (a JSON-RPC send may come to any
-// path) up to Options.MaxBodyBytes, answers 413 beyond it, and hands the wrapped
-// handler a body with the same bytes. So mount it on the A2A routes only, or raise
-// the limit, when the mux also takes large uploads.
+// JSON. The middleware reads the body of every POST whose body is a JSON object (a
+// JSON-RPC send may come to any path; its first byte past white space is '{') up to
+// Options.MaxBodyBytes, into a buffer that grows as the bytes arrive, answers 413
+// beyond it, and hands the wrapped handler a body with the same bytes. Any other body
+// (an upload, a form, a binary stream) reaches the wrapped handler as it arrives,
+// unbuffered and unlimited, after the middleware looked at its first bytes.
+// Options.Reads turns the middleware away from routes that take large or streamed
+// JSON bodies that are not A2A.
 //
 // An unkeyed send costs a read and a search of its body: a body that contains
 // neither the metadata name nor the JSON escapes \u and \/ that could spell it is

@@ -208,12 +208,14 @@ func TestIndexRefusalIsClientError(t *testing.T) {
 		t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_ARGUMENT and no index text", w.Code, w.Body.String())
 	}
 }
+
 // leakyTasks is a TaskSource whose failures describe its database.
 type leakyTasks struct{ err error }
 
 func (l leakyTasks) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
 	return nil, l.err
 }
+
 // Item 6: what Options.Tasks fails with goes to the log, never into the client's
 // answer.
 func TestTaskSourceErrorsStayInLog(t *testing.T) {
@@ -248,6 +250,7 @@ func TestTaskSourceErrorsStayInLog(t *testing.T) {
 		}
 	}
 }
+
 // Item 7: a client-chosen value is logged shortened, however long it is.
 func TestLogsShortenClientValues(t *testing.T) {
 	ctx := context.Background()
@@ -267,7 +270,6 @@ func TestLogsShortenClientValues(t *testing.T) {
 		t.Errorf("ten refused sends wrote %d bytes of log", logs.Len())
 	}
 }
-
 
 // Item 7: when the client leaves before anything bound its key, the log says what is
 // known, not that the key stays pending until its lease ends: code behind the
@@ -333,5 +335,86 @@ func TestTenantPathScopeTemplates(t *testing.T) {
 			}()
 			middleware.TenantPathScope(bad)
 		}()
+	}
+}
+
+// chunked is a request body that a test feeds piece by piece.
+type chunked struct {
+	pieces chan []byte
+	left   []byte
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.left) == 0 {
+		b, ok := <-c.pieces
+		if !ok {
+			return 0, io.EOF
+		}
+		c.left = b
+	}
+	n := copy(p, c.left)
+	c.left = c.left[n:]
+	return n, nil
+}
+
+// Item 8: a non-A2A upload passes through untouched: no 413 past MaxBodyBytes, and
+// the handler reads it as it arrives (its first bytes before the last are sent).
+func TestUploadsPassUntouched(t *testing.T) {
+	gotFirst := make(chan struct{})
+	upload := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first := make([]byte, 4)
+		if _, err := io.ReadFull(r.Body, first); err != nil {
+			t.Errorf("reading the upload's first bytes: %v", err)
+			return
+		}
+		close(gotFirst)
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d", n+4)
+	})
+	h := wrap(t, memstore.New(memstore.Options{}), middleware.Options{MaxBodyBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)}, upload)
+
+	body := &chunked{pieces: make(chan []byte)}
+	r := httptest.NewRequest(http.MethodPost, "/upload", body)
+	r.Header.Set("Content-Type", "application/octet-stream")
+	w := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() {
+		h.ServeHTTP(w, r)
+		close(served)
+	}()
+	body.pieces <- []byte("\x89PNG")
+	select {
+	case <-gotFirst:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upload handler did not see the first bytes before the body ended")
+	}
+	chunk := bytes.Repeat([]byte{0xff}, 1<<20)
+	for range 3 {
+		body.pieces <- chunk
+	}
+	close(body.pieces)
+	<-served
+	if w.Code != http.StatusOK || w.Body.String() != fmt.Sprint(4+3<<20) {
+		t.Errorf("upload answered %d %q, want 200 and the whole body read", w.Code, w.Body.String())
+	}
+}
+
+// Item 8: Options.Reads keeps the middleware off routes that are not A2A: a large JSON
+// body there reaches the handler untouched, while on an A2A route it is limited.
+func TestReadsLimitsTheRoutesRead(t *testing.T) {
+	big := append([]byte(`{"data":"`), bytes.Repeat([]byte("x"), 2<<20)...)
+	big = append(big, `"}`...)
+	echoLen := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n)
+	})
+	opts := middleware.Options{MaxBodyBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler),
+		Reads: func(r *http.Request) bool { return !strings.HasPrefix(r.URL.Path, "/import/") }}
+	h := wrap(t, memstore.New(memstore.Options{}), opts, echoLen)
+	if w := post(h, "/import/records", big); w.Code != http.StatusOK || w.Body.String() != fmt.Sprint(len(big)) {
+		t.Errorf("JSON upload on a route the middleware does not read: %d %q, want 200 and the whole body", w.Code, w.Body.String())
+	}
+	if w := post(h, "/jsonrpc", big); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("JSON body over MaxBodyBytes on an A2A route: %d, want 413", w.Code)
 	}
 }

@@ -3,10 +3,8 @@ package middleware
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,6 +77,7 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 			early:          &earlyBinder{mode: opts.EarlyBind},
 		},
 		scope:        opts.Scope,
+		reads:        opts.Reads,
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
 	}
@@ -131,40 +130,11 @@ func TenantPathScope(pattern string) func(r *http.Request, tenant string) (strin
 	}
 }
 
-// bodyChunk is the most the middleware allocates for a body before its bytes arrive,
-// whatever Content-Length announces.
-const bodyChunk = 32 << 10
-
-// readUpTo reads body to its end, or to one byte past limit, into a buffer that
-// starts at bodyChunk (or length+1, when the announced length is smaller and not
-// negative) and doubles as the bytes arrive, so that what it holds is at most twice
-// what came.
-func readUpTo(body io.Reader, length, limit int64) ([]byte, error) {
-	size := int64(bodyChunk)
-	if length >= 0 && length < size {
-		size = length + 1 // room to read the end of the body
-	}
-	buf := make([]byte, 0, min(size, limit+1))
-	for int64(len(buf)) <= limit {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, len(buf))
-		}
-		n, err := body.Read(buf[len(buf):int(min(int64(cap(buf)), limit+1))])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 // middleware is what the handlers of one New share.
 type middleware struct {
 	core         core // the wrapped handler is each handler's own
 	scope        func(r *http.Request, tenant string) (string, error)
+	reads        func(r *http.Request) bool
 	maxBodyBytes int64
 	log          *slog.Logger
 
@@ -224,16 +194,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
 		h.serveCard(w, r)
 		return
-	case r.Method != http.MethodPost:
+	case r.Method != http.MethodPost, h.m.reads != nil && !h.m.reads(r):
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	body, f := h.m.readBody(r)
+	body, isJSON, f := h.m.readBody(r)
 	if f != nil {
 		writeFailure(w, framingOf(r), nil, f, false)
 		return
 	}
-	if !mayCarryKey(body) {
+	if !isJSON || !mayCarryKey(body) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -246,33 +216,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.next = h.next
 	x := &exchange{c: c, w: w, r: r, s: s, body: body}
 	x.run(h.m)
-}
-
-// readBody reads r's body, up to MaxBodyBytes, and puts back a body that reads the
-// same bytes, with a ContentLength to match. It allocates as the bytes arrive (see
-// readUpTo), never what Content-Length announces: a client that sends headers
-// announcing 10 MiB and then one byte holds a few KiB.
-func (m *middleware) readBody(r *http.Request) ([]byte, *failure) {
-	limit := m.maxBodyBytes
-	tooLarge := func() *failure {
-		return &failure{kind: failTooLarge, message: fmt.Sprintf("the request body exceeds %d bytes, the limit of the "+
-			"idempotency middleware; send a smaller request, or ask the operator to raise MaxBodyBytes", limit)}
-	}
-	if r.ContentLength > limit {
-		return nil, tooLarge()
-	}
-	var body []byte
-	var err error
-	if r.Body != nil {
-		body, err = readUpTo(r.Body, r.ContentLength, limit)
-	}
-	if err != nil {
-		return nil, &failure{kind: failUnreadable, message: "the request body could not be read: " + err.Error()}
-	}
-	if int64(len(body)) > limit {
-		return nil, tooLarge()
-	}
-	r.Body = readCloser(body)
-	r.ContentLength = int64(len(body))
-	return body, nil
 }
