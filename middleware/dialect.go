@@ -82,6 +82,9 @@ type send struct {
 	keyed  bool
 	key    string
 	keyErr error
+	// ambiguous marks a body that the two bindings read as two different sends (see
+	// route); the middleware refuses it.
+	ambiguous bool
 }
 
 // product is what a send produced: a task or a Message, as A2A v1.0 JSON.

@@ -49,6 +49,10 @@ const (
 		"(too long, or not UTF-8 text without NUL bytes); send it with shorter, plain-text ids"
 )
 
+// errAmbiguous refuses a body that the two bindings read as two sends (see route).
+var errAmbiguous = errors.New("the request body reads both as an HTTP+JSON send and as a JSON-RPC call of another " +
+	"send, one of them with an idempotency key; send one or the other")
+
 // msgTooLong ends the refusal of a keyed send with a value past the index's bounds.
 var msgTooLong = fmt.Sprintf("; with an idempotency key the tenant (the key's scope) is at most %d bytes, "+
 	"the messageId at most %d and the taskId at most %d", idempotency.MaxScopeLength, idempotency.MaxMessageIDLength,
@@ -60,6 +64,9 @@ func (x *exchange) run(m *middleware) {
 	x.ks = Send{Binding: s.d.framing(), Version: s.d.version(), Streaming: s.streaming,
 		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID,
 		RequestID: requestID(x.r.Header.Get("X-Request-Id"))}
+	if s.ambiguous {
+		x.ks.KeyErr = errAmbiguous // refused as invalid, with its text
+	}
 	b := m.begin(x.r.Context(), &x.ks, func() (string, error) { return m.scope(x.r, s.tenant) })
 	x.k = x.ks.k
 	switch {
