@@ -25,6 +25,10 @@
 //     v1.0 reading.
 //   - JSON-RPC, any other POST whose body is a JSON-RPC 2.0 call of SendMessage or
 //     SendStreamingMessage (v1.0), or of message/send or message/stream (v0.3).
+//   - A keyed JSON-RPC call at an HTTP+JSON path is read as JSON-RPC: a JSON-RPC
+//     handler on a catch-all mount (a2a-go's CLI and TCK servers mount it at "/") runs
+//     it there. A body that the two bindings read as two sends, either keyed, is
+//     refused (-32602, HTTP+JSON 400): which one runs depends on what is mounted.
 //
 // A send is keyed when its message's own metadata (params.message.metadata, or the
 // body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
