@@ -215,9 +215,9 @@ const (
 	// key) within a PostgreSQL index entry.
 	MaxScopeLength = 2048
 	// MaxMessageIDLength bounds a message id, in bytes.
-	MaxMessageIDLength = 256
+	MaxMessageIDLength = 4096
 	// MaxTaskIDLength bounds a bound task id, in bytes.
-	MaxTaskIDLength = 256
+	MaxTaskIDLength = 4096
 	// MaxReplyLength bounds a bound Reply (a Message as A2A JSON), in bytes. An agent
 	// that answers with a longer Message gets no recorded reply: a retry of that send
 	// gets TaskNotFound rather than the Message.

@@ -60,7 +60,7 @@ type Options struct {
 // task ids must be UTF-8 without NUL bytes (what a TEXT column holds); other input is
 // refused with an error wrapping [idempotency.ErrInvalidArgument] before any statement
 // runs. Replies are stored as bytes, verbatim. A row therefore holds at most about
-// 1 MiB plus 2.8 KiB (a reply of [idempotency.MaxReplyLength] and the longest scope,
+// 1 MiB and 10.5 KiB (a reply of [idempotency.MaxReplyLength] and the longest scope,
 // key and ids).
 type Store struct {
 	db        DB
