@@ -125,13 +125,13 @@ func TestCheckLengths(t *testing.T) {
 	}{
 		"at the bounds": {at(idempotency.MaxScopeLength), at(idempotency.MaxMessageIDLength),
 			idempotency.Binding{TaskID: at(idempotency.MaxTaskIDLength), Reply: make([]byte, idempotency.MaxReplyLength)}, true},
-		"empty":             {"", "", idempotency.Binding{}, true},
-		"scope too long":    {scope: at(idempotency.MaxScopeLength + 1)},
-		"message too long":  {messageID: at(idempotency.MaxMessageIDLength + 1)},
-		"task id too long":  {b: idempotency.Binding{TaskID: at(idempotency.MaxTaskIDLength + 1)}},
-		"reply too long":    {b: idempotency.Binding{Reply: make([]byte, idempotency.MaxReplyLength+1)}},
-		"4 MiB scope":       {scope: at(4 << 20)},
-		"1 MiB message id":  {messageID: at(1 << 20)},
+		"empty":            {"", "", idempotency.Binding{}, true},
+		"scope too long":   {scope: at(idempotency.MaxScopeLength + 1)},
+		"message too long": {messageID: at(idempotency.MaxMessageIDLength + 1)},
+		"task id too long": {b: idempotency.Binding{TaskID: at(idempotency.MaxTaskIDLength + 1)}},
+		"reply too long":   {b: idempotency.Binding{Reply: make([]byte, idempotency.MaxReplyLength+1)}},
+		"4 MiB scope":      {scope: at(4 << 20)},
+		"1 MiB message id": {messageID: at(1 << 20)},
 	} {
 		err := idempotency.CheckLengths(tc.scope, tc.messageID, tc.b)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, idempotency.ErrInvalidArgument)) {
