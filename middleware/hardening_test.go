@@ -34,28 +34,31 @@ func hardMessage(key, id, taskID string) map[string]any {
 	return m
 }
 
+// sendRequest is the SendMessage request of msg in tenant: the HTTP+JSON body, and
+// the params of a JSON-RPC call.
+func sendRequest(tenant string, msg map[string]any) map[string]any {
+	req := map[string]any{"message": msg}
+	if tenant != "" {
+		req["tenant"] = tenant
+	}
+	return req
+}
+
 // rpcBody is a JSON-RPC SendMessage of msg in tenant.
 func rpcBody(t *testing.T, tenant string, msg map[string]any) []byte {
 	t.Helper()
-	params := map[string]any{"message": msg}
-	if tenant != "" {
-		params["tenant"] = tenant
-	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return marshal(t, map[string]any{"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": sendRequest(tenant, msg)})
 }
 
 // restBody is an HTTP+JSON SendMessage body of msg in tenant.
 func restBody(t *testing.T, tenant string, msg map[string]any) []byte {
 	t.Helper()
-	req := map[string]any{"message": msg}
-	if tenant != "" {
-		req["tenant"] = tenant
-	}
-	b, err := json.Marshal(req)
+	return marshal(t, sendRequest(tenant, msg))
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
