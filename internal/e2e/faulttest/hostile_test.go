@@ -1,10 +1,11 @@
-// Package hostile attacks a server behind the kit as a hostile or careless client
+package faulttest_test
+
+// TestHostileClients attacks a server behind the kit as a hostile or careless client
 // would (issue 14): requests that announce large bodies and stall, floods of keyed
-// follow-ups to tasks that do not exist, oversized ids and tenants, and keyed JSON-RPC
-// calls at paths that look like HTTP+JSON to a JSON-RPC handler mounted on "/". The
-// server's memory stays within the documented bounds, other tenants and later keyed
-// sends keep working, and nothing runs twice.
-package hostile
+// follow-ups to tasks that do not exist, oversized ids and tenants, keyed JSON-RPC
+// calls at paths that look like HTTP+JSON to a JSON-RPC handler mounted on "/", and a
+// full index. The server's memory stays within the documented bounds, other tenants
+// and later keyed sends keep working, and nothing runs twice.
 
 import (
 	"bytes"
@@ -34,13 +35,13 @@ import (
 	"github.com/a2akit/idempotency/middleware"
 )
 
-// agent completes a task per send and counts its runs by message id.
-type agent struct {
+// countingAgent completes a task per send and counts its runs by message id.
+type countingAgent struct {
 	mu   sync.Mutex
 	runs map[string]int
 }
 
-func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (a *countingAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		a.mu.Lock()
 		a.runs[ec.Message.ID]++
@@ -52,14 +53,14 @@ func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 	}
 }
 
-func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+func (a *countingAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
 }
 
 // twice returns the message ids the agent ran more than once.
-func (a *agent) twice() []string {
+func (a *countingAgent) twice() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var ids []string
@@ -83,17 +84,17 @@ const (
 	maxHeapPerStalled = 64 << 10
 )
 
-type server struct {
+type hostileServer struct {
 	url     string
 	index   *memstore.Store
-	agent   *agent
+	agent   *countingAgent
 	entered atomic.Int64 // requests that reached the middleware
 }
 
-func newServer(t *testing.T) *server {
+func newHostileServer(t *testing.T) *hostileServer {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	s := &server{agent: &agent{runs: map[string]int{}}}
+	s := &hostileServer{agent: &countingAgent{runs: map[string]int{}}}
 	s.index = memstore.New(memstore.Options{MaxKeysPerScope: maxKeysPerScope, MaxBytes: maxIndexBytes})
 	tasks := taskstore.NewInMemory(nil)
 	rh := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{Logger: log}), a2asrv.WithTaskStore(tasks),
@@ -119,12 +120,12 @@ func newServer(t *testing.T) *server {
 
 // rpc sends a JSON-RPC SendMessage of msg in tenant to path and returns the task id
 // it answered with, or the JSON-RPC error code and the HTTP status.
-func (s *server) rpc(t *testing.T, path, tenant string, msg *a2a.Message) (taskID string, code int) {
+func (s *hostileServer) rpc(t *testing.T, path, tenant string, msg *a2a.Message) (taskID string, code int) {
 	id, code, _ := s.rpcStatus(t, path, tenant, msg)
 	return id, code
 }
 
-func (s *server) rpcStatus(t *testing.T, path, tenant string, msg *a2a.Message) (taskID string, code, status int) {
+func (s *hostileServer) rpcStatus(t *testing.T, path, tenant string, msg *a2a.Message) (taskID string, code, status int) {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
 		"params": a2a.SendMessageRequest{Tenant: tenant, Message: msg}})
@@ -156,7 +157,7 @@ func (s *server) rpcStatus(t *testing.T, path, tenant string, msg *a2a.Message) 
 	return answer.Result.Task.ID, 0, resp.StatusCode
 }
 
-func keyed(t *testing.T, taskID string) *a2a.Message {
+func keyedMsg(t *testing.T, taskID string) *a2a.Message {
 	t.Helper()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
 	msg.TaskID = a2a.TaskID(taskID)
@@ -166,7 +167,7 @@ func keyed(t *testing.T, taskID string) *a2a.Message {
 	return msg
 }
 
-func heap() uint64 {
+func heapAlloc() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -174,11 +175,11 @@ func heap() uint64 {
 }
 
 func TestHostileClients(t *testing.T) {
-	s := newServer(t)
+	s := newHostileServer(t)
 	ctx := context.Background()
 
 	t.Run("stalled bodies hold what they sent", func(t *testing.T) {
-		before := heap()
+		before := heapAlloc()
 		var conns []net.Conn
 		for range stalled {
 			c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
@@ -198,7 +199,7 @@ func TestHostileClients(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(100 * time.Millisecond) // let the middleware read the byte and wait for the rest
-		grown := int64(heap()) - int64(before)
+		grown := int64(heapAlloc()) - int64(before)
 		t.Logf("%d requests announcing %d bytes and sending 1: heap grew %d bytes (%d per request)", stalled, announced, grown, grown/stalled)
 		if grown > stalled*maxHeapPerStalled {
 			t.Errorf("heap grew %d bytes, over %d", grown, stalled*maxHeapPerStalled)
@@ -212,7 +213,7 @@ func TestHostileClients(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := w; i < flood; i += 8 {
-					if id, _ := s.rpc(t, "/jsonrpc", "victim", keyed(t, fmt.Sprintf("no-such-task-%d", i))); id != "" {
+					if id, _ := s.rpc(t, "/jsonrpc", "victim", keyedMsg(t, fmt.Sprintf("no-such-task-%d", i))); id != "" {
 						accepted.Add(1)
 					}
 				}
@@ -226,19 +227,19 @@ func TestHostileClients(t *testing.T) {
 		if accepted.Load() != 0 || c.Held != 0 {
 			t.Errorf("%d follow-ups to unknown tasks accepted, %d keys held in the tenant; want none", accepted.Load(), c.Held)
 		}
-		if id, code := s.rpc(t, "/jsonrpc", "victim", keyed(t, "")); id == "" {
+		if id, code := s.rpc(t, "/jsonrpc", "victim", keyedMsg(t, "")); id == "" {
 			t.Errorf("a keyed send of the flooded tenant after %d follow-ups: error %d, want a task", flood, code)
 		}
 	})
 
 	t.Run("oversized ids and tenants are refused", func(t *testing.T) {
 		before := s.index.Bytes()
-		long := keyed(t, "")
+		long := keyedMsg(t, "")
 		long.ID = strings.Repeat("m", 1<<20)
 		if _, code := s.rpc(t, "/jsonrpc", "", long); code != -32602 {
 			t.Errorf("a 1 MiB message id: code %d, want -32602", code)
 		}
-		if _, code := s.rpc(t, "/jsonrpc", strings.Repeat("t", 4<<20), keyed(t, "")); code != -32602 {
+		if _, code := s.rpc(t, "/jsonrpc", strings.Repeat("t", 4<<20), keyedMsg(t, "")); code != -32602 {
 			t.Errorf("a 4 MiB tenant: code %d, want -32602", code)
 		}
 		if after := s.index.Bytes(); after != before {
@@ -247,7 +248,7 @@ func TestHostileClients(t *testing.T) {
 	})
 
 	t.Run("catch-all JSON-RPC runs a keyed send once", func(t *testing.T) {
-		msg := keyed(t, "")
+		msg := keyedMsg(t, "")
 		first, _ := s.rpc(t, "/jsonrpc", "", msg)
 		again, _ := s.rpc(t, "/x/message:send", "", msg)
 		if first == "" || again != first {
@@ -256,11 +257,11 @@ func TestHostileClients(t *testing.T) {
 	})
 
 	t.Run("a full index refuses new keys with 429, and retries still get their task", func(t *testing.T) {
-		first := keyed(t, "")
+		first := keyedMsg(t, "")
 		task, _ := s.rpc(t, "/jsonrpc", "tenant-first", first)
 		sends := 0
 		for i := 0; ; i++ {
-			id, code, status := s.rpcStatus(t, "/jsonrpc", fmt.Sprintf("tenant-%d", i), keyed(t, ""))
+			id, code, status := s.rpcStatus(t, "/jsonrpc", fmt.Sprintf("tenant-%d", i), keyedMsg(t, ""))
 			if id != "" {
 				sends++
 				continue
