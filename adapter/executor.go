@@ -63,8 +63,8 @@ func (e *notBoundError) Unwrap() []error { return []error{ErrNotBound, e.cause} 
 // HTTP+JSON 400 UNIMPLEMENTED or gRPC UNIMPLEMENTED, as the middleware refuses keyed
 // sends it cannot honour; its text is what the client reads.
 var ErrUnclaimed = errors.New("this endpoint cannot honour the idempotency key of this message, so the server " +
-	"refused to run it without deduplication; send it through the server's JSON-RPC or HTTP+JSON interface, " +
-	"or without a key")
+	"refused to run it without deduplication; send it through an interface where the server honours idempotency " +
+	"keys (its JSON-RPC or HTTP+JSON one), or without a key")
 
 // unclaimedError is the error of a refused unclaimed keyed message: the text of
 // ErrUnclaimed, and both ErrUnclaimed and a2a.ErrUnsupportedOperation in its chain.
