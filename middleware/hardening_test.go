@@ -280,13 +280,14 @@ func TestLogsShortenClientValues(t *testing.T) {
 func TestLogSaysWhatIsKnownWhenClientLeaves(t *testing.T) {
 	var logs bytes.Buffer
 	bound := make(chan error, 1)
+	left := make(chan struct{})
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs, ok := middleware.ClaimedSendFrom(r.Context())
 		if !ok {
 			t.Error("no claim in the forwarded request's context")
 			return
 		}
-		<-r.Context().Done() // the client left; the agent starts in the background
+		<-left // the client left; the agent starts in the background
 		go func() {
 			time.Sleep(10 * time.Millisecond)
 			bound <- cs.Bind(context.Background(), idempotency.Binding{TaskID: "task-1"})
@@ -299,6 +300,7 @@ func TestLogSaysWhatIsKnownWhenClientLeaves(t *testing.T) {
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		cancel()
+		close(left)
 	}()
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	if err := <-bound; err != nil {
