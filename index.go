@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -17,10 +18,13 @@ import (
 // and scopes are opaque, and message ids must not be empty (a [Binding] may leave its
 // task id empty when it carries a Reply). Identity is byte for byte: two keys, scopes
 // or message ids that differ in any byte (in case, in a space, in a separator, at the
-// 255th byte of a key or the thousandth of a message id) are different, and no pair of
-// (scope, key) may stand for another, however many keys the index holds. An index
-// returns an error wrapping [ErrInvalidArgument] for input it cannot accept, whatever
-// the state of the key, before touching its storage.
+// 255th byte of a key or the last byte of a message id) are different, and no pair of
+// (scope, key) may stand for another, however many keys the index holds. Since clients
+// choose most of them, each is bounded ([MaxScopeLength], [MaxMessageIDLength],
+// [MaxTaskIDLength], [MaxReplyLength]; see [CheckLengths]), and callers refuse longer
+// ones before they claim. An index returns an error wrapping [ErrInvalidArgument] for
+// input it cannot accept (the bundled indexes: anything [CheckLengths] refuses),
+// whatever the state of the key, before touching its storage.
 //
 // Every method honours ctx: when ctx is done before the operation took effect, it
 // returns an error that wraps ctx.Err() (errors.Is(err, ctx.Err()) holds, so callers
@@ -66,11 +70,11 @@ type KeyIndex interface {
 	// a new claim: its ClaimedAt is the time of that Claim, and its time to live starts
 	// anew.
 	//
-	// When the index bounds the number of keys per scope and the scope is full, Claim
-	// of a new key returns an error wrapping [ErrFull]; it never evicts a pending claim
-	// (abandoned or not) to make room. A key already held is not a new key: in a full
-	// scope, retries, claims by other messages and takeovers are answered as in any
-	// other scope.
+	// When the index bounds the number of keys per scope and the scope is full, or
+	// bounds its keys in total and is full, Claim of a new key returns an error
+	// wrapping [ErrFull]; it never evicts a pending claim (abandoned or not) to make
+	// room. A key already held is not a new key: in a full scope, retries, claims by
+	// other messages and takeovers are answered as in any other scope.
 	Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (Claim, error)
 
 	// Bind records what the send holding (scope, key) under token produced: b.TaskID,
@@ -88,7 +92,9 @@ type KeyIndex interface {
 	// Reply with the same TaskID (the agent answered with a Message after its task id
 	// was bound); any other change returns an error wrapping [ErrAlreadyBound]. A Reply
 	// counts as set when it is not empty. A Binding with neither field set wraps
-	// [ErrInvalidArgument].
+	// [ErrInvalidArgument]. An index that bounds the memory of its keys in total may
+	// refuse a binding that does not fit with an error wrapping [ErrFull]; the key then
+	// stays as it was.
 	Bind(ctx context.Context, scope, key string, token Token, b Binding) error
 
 	// Release frees (scope, key) when it is still pending under token, so that an
@@ -189,12 +195,57 @@ var (
 	ErrNotOwner = errors.New("idempotency: claim not owned by this token")
 	// ErrAlreadyBound: the key is bound to a different task or reply.
 	ErrAlreadyBound = errors.New("idempotency: key already bound to another result")
-	// ErrFull: the scope holds as many keys as the index allows.
-	ErrFull = errors.New("idempotency: index full for this scope")
+	// ErrFull: the scope holds as many keys as the index allows, or the index as a
+	// whole is full.
+	ErrFull = errors.New("idempotency: index full")
 	// ErrInvalidArgument: the index refused its input (malformed key, empty message id,
 	// non-positive lease, zero token, empty binding).
 	ErrInvalidArgument = errors.New("idempotency: invalid argument")
 )
+
+// Bounds on the text an index stores for a send. Scopes and message ids are chosen by
+// clients (a scope is the A2A tenant unless the server mixes in more), task ids too
+// when a follow-up names one, and a Reply may echo what a client sent; without bounds
+// a client could make a server keep megabytes per key. The bundled indexes refuse
+// longer values with [ErrInvalidArgument], and the middleware refuses a send carrying
+// them as invalid params before it claims anything. Generated ids (UUIDs, 36 bytes)
+// are far below them.
+const (
+	// MaxScopeLength bounds a scope, in bytes; it keeps the primary key of (scope,
+	// key) within a PostgreSQL index entry.
+	MaxScopeLength = 2048
+	// MaxMessageIDLength bounds a message id, in bytes.
+	MaxMessageIDLength = 4096
+	// MaxTaskIDLength bounds a bound task id, in bytes.
+	MaxTaskIDLength = 4096
+	// MaxReplyLength bounds a bound Reply (a Message as A2A JSON), in bytes. An agent
+	// that answers with a longer Message gets no recorded reply: a retry of that send
+	// gets TaskNotFound rather than the Message.
+	MaxReplyLength = 1 << 20
+)
+
+// CheckLengths reports whether scope, messageID and b are within [MaxScopeLength],
+// [MaxMessageIDLength], [MaxTaskIDLength] and [MaxReplyLength]. It returns nil, or an
+// error wrapping [ErrInvalidArgument] that names the first field past its bound and
+// both lengths (never the value, which may be megabytes). It checks lengths only:
+// empty values, and the key, are the caller's to check. Pass empty values for fields
+// that do not apply.
+func CheckLengths(scope, messageID string, b Binding) error {
+	for _, f := range [...]struct {
+		what     string
+		len, max int
+	}{
+		{"scope", len(scope), MaxScopeLength},
+		{"message id", len(messageID), MaxMessageIDLength},
+		{"task id", len(b.TaskID), MaxTaskIDLength},
+		{"reply", len(b.Reply), MaxReplyLength},
+	} {
+		if f.len > f.max {
+			return fmt.Errorf("%w: %s of %d bytes, longer than %d", ErrInvalidArgument, f.what, f.len, f.max)
+		}
+	}
+	return nil
+}
 
 // Honouring is implemented by an index that may be unable to honour keys, for example
 // a read-only replica or a store whose schema has not been migrated. When HonoursKeys

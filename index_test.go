@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,33 @@ func TestIndexSentinels(t *testing.T) {
 			if a.Error() == b.Error() {
 				t.Errorf("two sentinels read %q", a)
 			}
+		}
+	}
+}
+
+func TestCheckLengths(t *testing.T) {
+	at := func(n int) string { return strings.Repeat("x", n) }
+	for name, tc := range map[string]struct {
+		scope, messageID string
+		b                idempotency.Binding
+		ok               bool
+	}{
+		"at the bounds": {at(idempotency.MaxScopeLength), at(idempotency.MaxMessageIDLength),
+			idempotency.Binding{TaskID: at(idempotency.MaxTaskIDLength), Reply: make([]byte, idempotency.MaxReplyLength)}, true},
+		"empty":            {"", "", idempotency.Binding{}, true},
+		"scope too long":   {scope: at(idempotency.MaxScopeLength + 1)},
+		"message too long": {messageID: at(idempotency.MaxMessageIDLength + 1)},
+		"task id too long": {b: idempotency.Binding{TaskID: at(idempotency.MaxTaskIDLength + 1)}},
+		"reply too long":   {b: idempotency.Binding{Reply: make([]byte, idempotency.MaxReplyLength+1)}},
+		"4 MiB scope":      {scope: at(4 << 20)},
+		"1 MiB message id": {messageID: at(1 << 20)},
+	} {
+		err := idempotency.CheckLengths(tc.scope, tc.messageID, tc.b)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, idempotency.ErrInvalidArgument)) {
+			t.Errorf("%s: CheckLengths = %v, want ok=%v or ErrInvalidArgument", name, err, tc.ok)
+		}
+		if err != nil && len(err.Error()) > 200 {
+			t.Errorf("%s: the error repeats the value: %d bytes", name, len(err.Error()))
 		}
 	}
 }

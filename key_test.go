@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/a2akit/idempotency"
 )
@@ -376,5 +377,20 @@ func TestRedactKey(t *testing.T) {
 	key := idempotency.NewKey()
 	if got := idempotency.RedactKey(key); got != key[:4]+"…(32)" || strings.Contains(got, key[4:]) {
 		t.Errorf("RedactKey(%q) = %q; want its first four characters and its length", key, got)
+	}
+}
+
+func TestLogValue(t *testing.T) {
+	short := strings.Repeat("t", idempotency.MaxLogValueLength)
+	if got := idempotency.LogValue(short); got != short {
+		t.Errorf("LogValue(%d bytes) = %q, want it unchanged", len(short), got)
+	}
+	long := strings.Repeat("é", 4<<20) // 8 MiB of two-byte runes
+	got := idempotency.LogValue(long)
+	if len(got) > 2*idempotency.MaxLogValueLength || !utf8.ValidString(got) || !strings.Contains(got, "8388608 bytes, sha256:") {
+		t.Errorf("LogValue(8 MiB) = %q, want a short valid string naming the length and a digest", got)
+	}
+	if other := idempotency.LogValue(long + "x"); other == got {
+		t.Errorf("two long values log alike: %q", got)
 	}
 }

@@ -28,8 +28,9 @@
 //
 //	index := memstore.New(memstore.Options{})
 //	exec := adapter.NewExecutor(agent, adapter.Options{})
-//	handler := a2asrv.NewHandler(exec,
-//		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+//	tasks := taskstore.NewInMemory(nil)
+//	handler := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(tasks),
+//		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 //	mux := http.NewServeMux()
 //	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 //	idem, err := middleware.New(index, middleware.Options{})
@@ -40,8 +41,12 @@
 // executor, which a2a-go v2.4.0 guarantees in its default (local) mode: the executor
 // runs on context.WithoutCancel of the request context. In cluster mode
 // (a2asrv.WithClusterMode) the context crosses a work queue through a ContextCodec and
-// the claim does not survive; the hooks then do nothing, and the middleware binds the
-// key from the response as it does in front of any other server.
+// the claim does not survive: set [Options.RunUnclaimed] for the Executor there, which
+// then runs keyed sends it finds unclaimed (with a warning), and the middleware binds
+// the key from the response as it does in front of any other server. Otherwise the
+// Executor refuses a keyed message without a claim ([ErrUnclaimed]): one that came
+// through a binding the middleware does not see, such as gRPC, would run without
+// deduplication.
 //
 // The client side (attaching keys and retrying ambiguous failures with a2aclient) is
 // in package keyedclient.

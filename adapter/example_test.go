@@ -49,8 +49,9 @@ func (a *echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // both answers name the same task.
 func Example() {
 	agent := &echoAgent{}
-	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	tasks := taskstore.NewInMemory(nil)
+	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}), a2asrv.WithTaskStore(tasks),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 

@@ -20,6 +20,15 @@ type Options struct {
 	// Logger receives the adapter's logs; default slog.Default(). Keys are logged
 	// redacted ([idempotency.RedactKey]).
 	Logger *slog.Logger
+
+	// RunUnclaimed makes [Executor] run a keyed message that reaches it without the
+	// middleware's claim, logging a warning, instead of refusing it with an error
+	// wrapping [ErrUnclaimed]. Set it only when every keyed send passes through the
+	// middleware and the claim cannot reach the executor: a2a-go's cluster mode
+	// (a2asrv.WithClusterMode), where the middleware binds keys from the responses.
+	// [FollowUpBinder], which runs where the request arrived, refuses unclaimed keyed
+	// sends whatever RunUnclaimed says.
+	RunUnclaimed bool
 }
 
 func (o Options) logger() *slog.Logger {
@@ -44,6 +53,44 @@ type notBoundError struct{ cause error }
 
 func (e *notBoundError) Error() string   { return ErrNotBound.Error() }
 func (e *notBoundError) Unwrap() []error { return []error{ErrNotBound, e.cause} }
+
+// ErrUnclaimed is wrapped by the error that [Executor] and [FollowUpBinder] return for
+// a keyed message that reached them without the middleware's claim: it came through a
+// binding the middleware does not see (gRPC), or a server that does not put the
+// middleware in front of its transports. The agent does not run: nothing would
+// deduplicate the send, and the client asked for it to run at most once. The error
+// also wraps a2a.ErrUnsupportedOperation, which a2a-go sends as JSON-RPC -32004,
+// HTTP+JSON 400 UNIMPLEMENTED or gRPC UNIMPLEMENTED, as the middleware refuses keyed
+// sends it cannot honour; its text is what the client reads.
+var ErrUnclaimed = errors.New("this endpoint cannot honour the idempotency key of this message, so the server " +
+	"refused to run it without deduplication; send it through an interface where the server honours idempotency " +
+	"keys (its JSON-RPC or HTTP+JSON one), or without a key")
+
+// unclaimedError is the error of a refused unclaimed keyed message: the text of
+// ErrUnclaimed, and both ErrUnclaimed and a2a.ErrUnsupportedOperation in its chain.
+type unclaimedError struct{}
+
+func (unclaimedError) Error() string   { return ErrUnclaimed.Error() }
+func (unclaimedError) Unwrap() []error { return []error{ErrUnclaimed, a2a.ErrUnsupportedOperation} }
+
+// refuseUnclaimed checks a message that reached the adapter without the middleware's
+// claim. It returns nil when msg carries no key, or when run is set (after logging a
+// warning), and an error wrapping ErrUnclaimed otherwise. A malformed key counts as a
+// key: the middleware would have refused it.
+func refuseUnclaimed(ctx context.Context, logger *slog.Logger, msg *a2a.Message, run bool) error {
+	if _, keyed, err := MessageKey(msg); !keyed && err == nil {
+		return nil
+	}
+	if run {
+		logger.WarnContext(ctx, "adapter: running a keyed message that reached the executor without the middleware's claim; "+
+			"it is deduplicated only if the middleware claimed it on the way in", "message_id", idempotency.LogValue(msg.ID))
+		return nil
+	}
+	logger.WarnContext(ctx, "adapter: refused a keyed message that reached the adapter without the middleware's claim "+
+		"(a binding the middleware does not see, such as gRPC, or no middleware in front of the transports)",
+		"message_id", idempotency.LogValue(msg.ID))
+	return unclaimedError{}
+}
 
 // errOtherMessage is the cause when a claim in the context names another message than
 // the one being executed, which only a broken context chain can produce.
@@ -71,7 +118,7 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 //     if it still owns it, so an identical retry runs normally (or, after a takeover, is
 //     answered by the new owner). For a follow-up, a2a-go
 //     v2.4.0 turns any executor error on an existing task into a FAILED task; install
-//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go loads
+//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go changes
 //     the task.
 //  3. Run the agent. When its first event is an *a2a.Message (the agent answered
 //     without creating a task), record the Message as the key's reply (the binding
@@ -97,7 +144,10 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 // Unkeyed sends, retries (the middleware answers them without forwarding) and
 // cancellations are passed to the agent untouched. The claim is found only through
 // the request context, so the middleware must be in front of the a2a-go transport
-// handlers and the handler must run in local (not cluster) mode.
+// handlers. A keyed message without a claim (sent through a binding the middleware
+// does not see, such as gRPC) is refused with an error wrapping [ErrUnclaimed], so
+// that no path runs a keyed send without deduplication; in a2a-go's cluster mode,
+// where the claim does not reach the executor, set [Options.RunUnclaimed].
 //
 // Why a wrapped executor and not an a2asrv.ExecutorContextInterceptor: an interceptor
 // runs before the agent but cannot see the agent's events, which the Message reply
@@ -106,8 +156,9 @@ var errOtherMessage = errors.New("adapter: the claim in the request context belo
 // and installs no default interceptor; a2asrv.ReferencedTasksLoader must be added
 // explicitly either way).
 type Executor struct {
-	agent  a2asrv.AgentExecutor
-	logger *slog.Logger
+	agent        a2asrv.AgentExecutor
+	logger       *slog.Logger
+	runUnclaimed bool
 }
 
 var (
@@ -117,13 +168,19 @@ var (
 
 // NewExecutor returns an [Executor] that runs agent. agent must not be nil.
 func NewExecutor(agent a2asrv.AgentExecutor, opts Options) *Executor {
-	return &Executor{agent: agent, logger: opts.logger()}
+	return &Executor{agent: agent, logger: opts.logger(), runUnclaimed: opts.RunUnclaimed}
 }
 
 // Execute implements a2asrv.AgentExecutor; see [Executor] for what it adds.
 func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	if execCtx.Message == nil {
+		return e.agent.Execute(ctx, execCtx)
+	}
 	claim, ok := middleware.ClaimedSendFrom(ctx)
-	if !ok || execCtx.Message == nil {
+	if !ok {
+		if err := refuseUnclaimed(ctx, e.logger, execCtx.Message, e.runUnclaimed); err != nil {
+			return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+		}
 		return e.agent.Execute(ctx, execCtx)
 	}
 	return func(yield func(a2a.Event, error) bool) {
@@ -176,9 +233,10 @@ func (e *Executor) Cleanup(ctx context.Context, execCtx *a2asrv.ExecutorContext,
 
 // claimAttrs are the attributes of a log line about claim: the request_id and the
 // redacted key the middleware's lines about the send carry too, and taskID and err.
+// The scope and task id, which clients choose, are cut ([idempotency.LogValue]).
 func claimAttrs(claim *middleware.ClaimedSend, taskID string, err error) []any {
-	return []any{"request_id", claim.RequestID(), "key", idempotency.RedactKey(claim.Key()), "scope", claim.Scope(),
-		"task_id", taskID, "error", err}
+	return []any{"request_id", claim.RequestID(), "key", idempotency.RedactKey(claim.Key()),
+		"scope", idempotency.LogValue(claim.Scope()), "task_id", idempotency.LogValue(taskID), "error", err}
 }
 
 // bindClaim binds claim for msg, and returns an error wrapping ErrNotBound when that

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,10 +33,12 @@ func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.Key
 	if err != nil {
 		t.Fatal(err)
 	}
-	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	store := testkit.NewStore()
+	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{})))
 	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
 		HandlerOptions: handlerOpts,
+		TaskStore:      store,
 	})
 }
 
@@ -735,4 +738,97 @@ type readerFunc func(ctx context.Context, r *http.Request, tenant, taskID string
 
 func (f readerFunc) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
 	return f(ctx, r, tenant, taskID)
+}
+
+// A keyed follow-up that a2a-go refuses (its task does not exist, or has finished)
+// holds no key: nothing ran, so the key is released and the scope does not fill up
+// with keys of refused sends.
+func TestRefusedFollowUpHoldsNoKey(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			index := memstore.New(memstore.Options{})
+			agent := &testkit.Agent{}
+			srv := keyedServer(t, agent, index, middleware.Options{})
+			c := client(t, srv.Card, binding)
+			done, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{
+				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("finish")),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, task := range map[string]*a2a.Task{
+				"unknown task":  {ID: "no-such-task", ContextID: "ctx"},
+				"finished task": done.(*a2a.Task),
+			} {
+				msg, key := followUp(t, task, "more")
+				if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err == nil {
+					t.Errorf("%s: a2a-go accepted the follow-up", name)
+				}
+				if rec, held, err := index.Lookup(context.Background(), "", key); err != nil || held {
+					t.Errorf("%s: after the refusal the key holds %+v (held=%v, err %v), want it released", name, rec, held, err)
+				}
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// A keyed message that reaches the adapter without the middleware's claim (sent
+// through a binding the middleware does not see, such as gRPC, here a server without
+// the middleware) is refused as unsupported, new sends and follow-ups alike: it is
+// not run without deduplication. The task of a refused follow-up is left as it was.
+func TestUnclaimedKeyedSendRefused(t *testing.T) {
+	for _, binding := range bindings {
+		t.Run(string(binding), func(t *testing.T) {
+			agent := &testkit.Agent{AskFirst: true}
+			store := testkit.NewStore()
+			srv := testkit.NewServer(t, testkit.Config{Agent: agent, Executor: adapter.NewExecutor(agent, adapter.Options{}),
+				HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{}))},
+				TaskStore:      store,
+			})
+			c := client(t, srv.Card, binding)
+			msg, _ := keyedMessage(t, "no middleware")
+			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Errorf("unclaimed keyed send: error %v, want UnsupportedOperation", err)
+			}
+			task := newTaskAwaitingInput(t, c)
+			more, _ := followUp(t, task, "more")
+			_, err = c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: more})
+			if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+				t.Errorf("unclaimed keyed follow-up: error %v, want UnsupportedOperation", err)
+			}
+			if n := agent.Runs(); n != 1 {
+				t.Errorf("agent ran %d times, want 1 (the unkeyed send only)", n)
+			}
+			if stored := srv.Task(t, task.ID); stored.Status.State != a2a.TaskStateInputRequired || len(stored.History) != len(task.History) {
+				t.Errorf("after the refused follow-up the task is %s with %d messages, want it unchanged", stored.Status.State, len(stored.History))
+			}
+		})
+	}
+}
+
+// Without FollowUpBinder, the Executor refuses an unclaimed keyed first send itself;
+// with Options.RunUnclaimed (a2a-go's cluster mode, where the claim cannot reach the
+// executor) it runs it and logs a warning.
+func TestExecutorUnclaimedKeyedSend(t *testing.T) {
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	for _, run := range []bool{false, true} {
+		agent := &testkit.Agent{}
+		srv := testkit.NewServer(t, testkit.Config{Agent: agent, Executor: adapter.NewExecutor(agent, adapter.Options{RunUnclaimed: run, Logger: logger})})
+		msg, _ := keyedMessage(t, "no middleware")
+		_, err := client(t, srv.Card, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+		switch {
+		case !run && (err == nil || agent.Runs() != 0):
+			t.Errorf("unclaimed keyed send: error %v, agent ran %d times; want a refusal and no run", err, agent.Runs())
+		case run && (err != nil || agent.Runs() != 1):
+			t.Errorf("unclaimed keyed send with RunUnclaimed: error %v, agent ran %d times; want one run", err, agent.Runs())
+		}
+	}
+	if !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no warning logged for the unclaimed keyed sends:\n%s", logs.String())
+	}
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
@@ -172,5 +176,47 @@ func TestTaskReaderOwnership(t *testing.T) {
 	}
 	if _, err := byHeader.ReadTask(context.Background(), alice, "", "no-such-task"); !errors.Is(err, middleware.ErrTaskNotFound) {
 		t.Errorf("reading a task that does not exist: %v, want ErrTaskNotFound", err)
+	}
+}
+
+// failingStore is a task store whose reads fail the way a database's do, with text
+// that must never reach a client.
+type failingStore struct {
+	taskstore.Store
+	err error
+}
+
+func (s failingStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
+	return nil, s.err
+}
+
+// TaskReader's errors say what happened, not what the store said: the store's text
+// (a host name, a SQL statement) goes to the log, and stays in the error chain for
+// errors.Is.
+func TestTaskReaderErrorsHideStoreText(t *testing.T) {
+	const secret = `pq: password authentication failed for user "app" (host db-7.internal)`
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	r := httptest.NewRequest(http.MethodPost, "/jsonrpc", nil)
+	for name, tc := range map[string]struct {
+		err      error
+		notFound bool
+	}{
+		"store down": {err: errors.New(secret)},
+		"not found":  {err: fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, secret), notFound: true},
+		"deadline":   {err: fmt.Errorf("%s: %w", secret, context.DeadlineExceeded)},
+	} {
+		logs.Reset()
+		reader := adapter.NewTaskReader(failingStore{err: tc.err}, adapter.TaskReaderOptions{Logger: logger})
+		_, err := reader.ReadTask(context.Background(), r, "", "task-1")
+		if err == nil || strings.Contains(err.Error(), "db-7") || strings.Contains(err.Error(), "password") {
+			t.Errorf("%s: error %q, want one without the store's text", name, err)
+		}
+		if !errors.Is(err, tc.err) || errors.Is(err, middleware.ErrTaskNotFound) != tc.notFound {
+			t.Errorf("%s: error %v does not wrap the store's error (or ErrTaskNotFound=%v)", name, err, tc.notFound)
+		}
+		if !tc.notFound && !strings.Contains(logs.String(), "db-7") {
+			t.Errorf("%s: the store's error was not logged:\n%s", name, logs.String())
+		}
 	}
 }

@@ -121,7 +121,8 @@
 //   - ScopeIdentity: scopes that differ by case, a space, a separator or normalization are apart.
 //   - KeyLengths: keys of every length from 16 to 255, each a prefix of the next, are apart.
 //   - KeyCase: keys that differ only in case are apart.
-//   - MessageIDIdentity: message ids of up to 4096 bytes are compared whole, byte for byte.
+//   - MessageIDIdentity: message ids of up to idempotency.MaxMessageIDLength (4096)
+//     bytes are compared whole, byte for byte.
 //   - ManyKeys: a thousand random keys are a thousand claims (no short hash stands for a key).
 //   - KeySurvivesTaskDeletion: deleting a task keeps its key (needs Harness.CreateTask and
 //     Harness.DeleteTask; without them, BoundKeyNeverTakenOver and TTLExpiresKey still show

@@ -144,7 +144,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	} else {
 		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
 			a2asrv.WithTaskStore(store),
-			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(adapter.Options{}))...))
+			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))
 	}
 	if cfg.readStore {
 		cfg.opts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})

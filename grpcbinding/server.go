@@ -505,6 +505,8 @@ func codeOf(k middleware.RefusalKind) (codes.Code, string) {
 		return codes.Unavailable, "SERVER_ERROR"
 	case middleware.RefusedInFlight:
 		return codes.Aborted, "SERVER_ERROR"
+	case middleware.RefusedExhausted:
+		return codes.ResourceExhausted, "RESOURCE_EXHAUSTED"
 	}
 	return codes.Internal, "INTERNAL_ERROR"
 }

@@ -12,8 +12,11 @@
 // store under steady traffic holds about one TTL's worth of keys. [Store.PurgeExpired]
 // frees memory at a time the operator chooses, and applies a shorter retention policy.
 //
-// Each scope holds at most [Options.MaxKeysPerScope] keys (100,000 by default). A Claim
-// in a full scope first deletes expired keys, and when the scope is still full it
+// Each scope holds at most [Options.MaxKeysPerScope] keys (100,000 by default), and all
+// scopes together at most [Options.MaxBytes] of memory (256 MiB by default; a key
+// counts its text plus [KeyOverhead], at most [MaxKeyBytes], a bit over 1 MiB, with
+// the longest values [idempotency.CheckLengths] lets through). A Claim in a full scope,
+// or a full store, first deletes expired keys, and when there is still no room it
 // returns an error wrapping [idempotency.ErrFull]: the store never evicts a claim in
 // flight, nor a bound key whose time to live is still running, to make room.
 package memstore

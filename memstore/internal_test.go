@@ -124,6 +124,9 @@ func TestScopeCountRetired(t *testing.T) {
 		if _, ok := s.scopes.Load("tenant"); ok {
 			t.Fatalf("round %d: scope count kept after its last key was released", round)
 		}
+		if n := s.Bytes(); n != 0 {
+			t.Fatalf("round %d: the empty store counts %d bytes", round, n)
+		}
 	}
 }
 

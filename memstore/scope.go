@@ -13,12 +13,17 @@ type scopeCount struct {
 }
 
 // reserve counts one more key in scope, and reports false when the scope is full. The
-// count is exact: it never exceeds the limit, however many claims race.
+// count is exact: it never exceeds the limit, however many claims race. A scope's
+// count, while it is in Store.scopes, is charged against Options.MaxBytes (always: the
+// key's own charge, which the caller makes next, is what may be refused).
 func (s *Store) reserve(scope string) bool {
 	for {
 		v, ok := s.scopes.Load(scope)
 		if !ok {
-			v, _ = s.scopes.LoadOrStore(strings.Clone(scope), new(scopeCount))
+			var loaded bool
+			if v, loaded = s.scopes.LoadOrStore(strings.Clone(scope), new(scopeCount)); !loaded {
+				s.used.Add(scopeCost(scope))
+			}
 		}
 		c := v.(*scopeCount)
 		for {
@@ -45,5 +50,9 @@ func (s *Store) unreserve(scope string) {
 	c := v.(*scopeCount)
 	if c.held.Add(-1) == 0 && c.held.CompareAndSwap(0, -1) {
 		s.scopes.CompareAndDelete(scope, c)
+		s.used.Add(-scopeCost(scope))
 	}
 }
+
+// scopeCost is what the count of scope counts against Options.MaxBytes.
+func scopeCost(scope string) int64 { return ScopeOverhead + int64(len(scope)) }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -15,6 +16,29 @@ import (
 // DefaultMaxKeysPerScope is the per-scope capacity of a [Store] whose
 // [Options.MaxKeysPerScope] is zero.
 const DefaultMaxKeysPerScope = 100_000
+
+// DefaultMaxBytes is the memory bound of a [Store] whose [Options.MaxBytes] is zero:
+// 256 MiB, about 990,000 keys of the usual size (UUID ids, a 32-byte key, a short
+// tenant), or 480,000 when every key has a tenant of its own.
+const DefaultMaxBytes = 256 << 20
+
+// What a [Store] counts against [Options.MaxBytes]. They are upper bounds of the heap
+// measured by BenchmarkHeldKeyMemory (on amd64, Go 1.26): 225 bytes for a bound key of
+// the usual size in a shared scope (counted as 271), and 400 when each key has a
+// 16-byte scope of its own (counted as 555).
+const (
+	// KeyOverhead is what a held key counts besides its text (key, scope, message id,
+	// task id and reply): its entry, its map and FIFO slots and allocation slack.
+	KeyOverhead = 160
+	// ScopeOverhead is what a scope that holds keys counts besides its name (counted
+	// once more): the count of its keys and its slot in the map of counts.
+	ScopeOverhead = 256
+	// MaxKeyBytes is the most one key can count: a key of the longest scope, in a
+	// scope of its own, with the longest message id, task id and reply the store
+	// accepts. It is the worst case of the memory one key holds.
+	MaxKeyBytes = KeyOverhead + ScopeOverhead + 2*idempotency.MaxScopeLength + idempotency.MaxKeyLength + 1 +
+		idempotency.MaxMessageIDLength + idempotency.MaxTaskIDLength + idempotency.MaxReplyLength
+)
 
 // Options configures a [Store]. The zero value is ready to use.
 type Options struct {
@@ -26,8 +50,20 @@ type Options struct {
 
 	// MaxKeysPerScope bounds the number of keys one scope holds, counting pending and
 	// bound keys. Zero means [DefaultMaxKeysPerScope]; a negative value removes the
-	// bound (memory then grows with the number of keys claimed within one TTL).
+	// bound.
 	MaxKeysPerScope int
+
+	// MaxBytes bounds the memory of all keys of all scopes together, as counted by
+	// [Store.Bytes]: each key its text plus [KeyOverhead], each scope that holds keys
+	// its name plus [ScopeOverhead]. A Claim that would go past it returns an error
+	// wrapping [idempotency.ErrFull] (after dropping expired keys), and so does a Bind
+	// whose Reply does not fit. Zero means [DefaultMaxBytes]; a negative value removes
+	// the bound (memory then grows with the keys claimed within one TTL). Since the
+	// scope is usually the client's tenant, MaxKeysPerScope alone bounds nothing
+	// against a client that names a new tenant per send; MaxBytes does. Together they
+	// mean one busy tenant cannot take more than MaxKeysPerScope keys, while many
+	// tenants together cannot take more than MaxBytes.
+	MaxBytes int64
 
 	// Now returns the current time; nil means time.Now. Tests inject a controllable
 	// clock. The store measures ages and leases with [time.Time.Sub] against the time
@@ -45,12 +81,16 @@ type Options struct {
 //
 // A held key takes its text (key, scope, message id, task id and reply, in one
 // allocation) and about 115 bytes more: a bound key with a 32-byte key, a short scope
-// and UUID message and task ids takes about 225 bytes in all. A Claim of a new key
-// makes two allocations. Records returned by Claim and Lookup share no memory with the store
+// and UUID message and task ids takes about 225 bytes in all; a scope that holds keys
+// about 175 bytes more. The store counts each against [Options.MaxBytes] with
+// [KeyOverhead] and [ScopeOverhead], which are above what they take; a key counts at
+// most [MaxKeyBytes]. A Claim of a new key makes two allocations. Records returned by Claim and Lookup share no memory with the store
 // that a caller could change: Reply is a fresh copy, and strings are immutable.
 type Store struct {
 	ttl   int64            // nanoseconds
 	limit int64            // keys per scope; 0 means no bound
+	max   int64            // bytes in all; 0 means no bound
+	used  atomic.Int64     // bytes counted against max
 	now   func() time.Time // nil: time.Since(base)
 	base  time.Time        // the clock's reading at New; the store keeps times as nanoseconds since base
 	seed  maphash.Seed
@@ -69,10 +109,9 @@ var (
 const (
 	// popsPerClaim is how many of the oldest entries of its shard a Claim examines for
 	// expiry. More than one, so that expired keys drain faster than claims add keys.
+	// (An entry's text, bounded by idempotency.CheckLengths, always fits the 32 bits
+	// entries index it with.)
 	popsPerClaim = 4
-
-	// maxTextLen bounds the length of an entry's text, which entries index in 32 bits.
-	maxTextLen = math.MaxUint32
 )
 
 // New returns an empty Store configured by opts.
@@ -91,6 +130,12 @@ func New(opts Options) *Store {
 	case opts.MaxKeysPerScope > 0:
 		s.limit = int64(opts.MaxKeysPerScope)
 	}
+	switch {
+	case opts.MaxBytes == 0:
+		s.max = DefaultMaxBytes
+	case opts.MaxBytes > 0:
+		s.max = opts.MaxBytes
+	}
 	if s.now != nil {
 		s.base = s.now()
 	} else {
@@ -106,17 +151,19 @@ func New(opts Options) *Store {
 
 // Claim implements [idempotency.KeyIndex.Claim]. A takeover's lease counts from the
 // takeover. Each Claim of a new key also deletes up to a few expired keys of its
-// shard. When the scope is full, Claim deletes the expired keys of the whole store,
-// which takes every shard's lock in turn, and tries once more before it returns an
-// error wrapping [idempotency.ErrFull].
+// shard. When the scope, or the store, is full, Claim deletes the expired keys of the
+// whole store, which takes every shard's lock in turn, and tries once more before it
+// returns an error wrapping [idempotency.ErrFull]. Values past the bounds of
+// [idempotency.CheckLengths] are refused with [idempotency.ErrInvalidArgument].
 func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
 	switch {
 	case messageID == "":
 		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: empty message id", idempotency.ErrInvalidArgument)
 	case lease <= 0:
 		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
-	case uint64(len(scope))+uint64(len(messageID)) > maxTextLen-idempotency.MaxKeyLength-1:
-		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w: scope and message id too long", idempotency.ErrInvalidArgument)
+	}
+	if err := idempotency.CheckLengths(scope, messageID, idempotency.Binding{}); err != nil {
+		return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w", err)
 	}
 	var buf [keyBufLen]byte
 	k, err := appendMapKey(buf[:0], scope, key)
@@ -129,19 +176,19 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 			return idempotency.Claim{}, fmt.Errorf("memstore: claim: %w", err)
 		}
 		c, full := s.claim(h, k, scope, messageID, lease)
-		if !full {
+		if full == "" {
 			return c, nil
 		}
 		if retried {
-			return idempotency.Claim{}, fmt.Errorf("memstore: claim: scope holds %d keys: %w", s.limit, idempotency.ErrFull)
+			return idempotency.Claim{}, fmt.Errorf("memstore: claim: %s: %w", full, idempotency.ErrFull)
 		}
 		s.dropExpired()
 	}
 }
 
-// claim is Claim under the shard's lock. It reports full, and changes nothing, when
-// the key is absent and its scope has no room.
-func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Duration) (c idempotency.Claim, full bool) {
+// claim is Claim under the shard's lock. It reports what is full, and changes
+// nothing, when the key is absent and its scope or the store has no room.
+func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Duration) (c idempotency.Claim, full string) {
 	sh := s.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -151,20 +198,25 @@ func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Du
 	if old != nil && !s.expired(old, now) {
 		switch {
 		case old.messageID() != messageID:
-			return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, false
+			return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, ""
 		case old.pending() && now >= old.leaseEnd:
 			// The owner's lease ended: take the claim over, keeping its claim time.
 			old.token = sh.nextToken()
 			old.leaseEnd = addSat(now, lease)
-			return idempotency.Claim{Status: idempotency.Claimed, Token: old.token}, false
+			return idempotency.Claim{Status: idempotency.Claimed, Token: old.token}, ""
 		}
-		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: s.record(old)}, false
+		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: s.record(old)}, ""
 	}
 	if old != nil {
 		// Past its TTL: it hands its place in the scope's count to its successor.
 		sh.del(old)
+		s.uncharge(old)
 	} else if !s.reserve(scope) {
-		return idempotency.Claim{}, true
+		return idempotency.Claim{}, fmt.Sprintf("the scope holds %d keys", s.limit)
+	}
+	if !s.charge(keyCost(len(k) + len(messageID))) {
+		s.unreserve(scope)
+		return idempotency.Claim{}, fmt.Sprintf("the store holds %d bytes of keys", s.max)
 	}
 	text := string(append(k, messageID...))
 	e := &entry{
@@ -181,18 +233,24 @@ func (s *Store) claim(h uint64, k []byte, scope, messageID string, lease time.Du
 	sh.push(e)
 	s.expireHeads(sh, now, popsPerClaim)
 	sh.tidy()
-	return idempotency.Claim{Status: idempotency.Claimed, Token: e.token}, false
+	return idempotency.Claim{Status: idempotency.Claimed, Token: e.token}, ""
 }
 
 // Bind implements [idempotency.KeyIndex.Bind]. A Reply counts as set when it is not
 // empty, so a Binding of an empty task id and an empty (or nil) Reply is refused as
-// empty. The store keeps a copy of the Reply.
+// empty. The store keeps a copy of the Reply. A task id or Reply past the bounds of
+// [idempotency.CheckLengths] is refused with [idempotency.ErrInvalidArgument], and a
+// binding that would take the store past [Options.MaxBytes] with
+// [idempotency.ErrFull]; the key is then left as it was.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
 	switch {
 	case token == 0:
 		return fmt.Errorf("memstore: bind: %w: zero token", idempotency.ErrInvalidArgument)
 	case b.TaskID == "" && len(b.Reply) == 0:
 		return fmt.Errorf("memstore: bind: %w: empty binding", idempotency.ErrInvalidArgument)
+	}
+	if err := idempotency.CheckLengths("", "", b); err != nil {
+		return fmt.Errorf("memstore: bind: %w", err)
 	}
 	sh, e, err := s.lockKey(ctx, "bind", scope, key)
 	if err != nil {
@@ -212,8 +270,10 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	default:
 		return fmt.Errorf("memstore: bind: %w", idempotency.ErrAlreadyBound)
 	}
-	if uint64(e.msgEnd)+uint64(len(b.TaskID))+uint64(len(b.Reply)) > maxTextLen {
-		return fmt.Errorf("memstore: bind: %w: binding too long", idempotency.ErrInvalidArgument)
+	// A task binding that gains a Reply keeps its task id, which is counted already.
+	grow := len(b.TaskID) + len(b.Reply) - (len(e.text) - int(e.msgEnd))
+	if !s.charge(int64(grow)) {
+		return fmt.Errorf("memstore: bind: the store holds %d bytes of keys: %w", s.max, idempotency.ErrFull)
 	}
 	// Copy the binding into a new text, so that the key's memory stays one allocation
 	// and no caller's buffer is retained.
@@ -264,6 +324,32 @@ func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Reco
 	return s.record(e), true, nil
 }
 
+// Bytes returns the memory the store counts against [Options.MaxBytes] now (whether
+// or not it is bounded): the text of its keys plus [KeyOverhead] per key, and the
+// names of its scopes plus [ScopeOverhead] per scope, including expired keys not yet
+// deleted.
+func (s *Store) Bytes() int64 { return s.used.Load() }
+
+// keyCost is what a key whose text is n bytes counts against Options.MaxBytes.
+func keyCost(n int) int64 { return KeyOverhead + int64(n) }
+
+// charge counts n more bytes, and reports false, counting nothing, when the store is
+// bounded and they do not fit. A negative n always fits.
+func (s *Store) charge(n int64) bool {
+	for {
+		used := s.used.Load()
+		if n > 0 && s.max > 0 && used+n > s.max {
+			return false
+		}
+		if s.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// uncharge gives back what e counts.
+func (s *Store) uncharge(e *entry) { s.used.Add(-keyCost(len(e.text))) }
+
 // Capacity implements [idempotency.CapacityReporter]. Held counts the keys of scope
 // that are pending or bound, including expired keys not yet deleted (a Claim in a full
 // scope deletes them first). Limit is zero when the store has no per-scope bound.
@@ -305,8 +391,8 @@ func appendMapKey(b []byte, scope, key string) ([]byte, error) {
 	if err := idempotency.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
 	}
-	if uint64(len(scope)) > maxTextLen-idempotency.MaxKeyLength-1 {
-		return nil, fmt.Errorf("%w: scope too long", idempotency.ErrInvalidArgument)
+	if err := idempotency.CheckLengths(scope, "", idempotency.Binding{}); err != nil {
+		return nil, err
 	}
 	b = append(b, key...)
 	b = append(b, 0)
@@ -349,10 +435,11 @@ func (s *Store) record(e *entry) idempotency.Record {
 	return r
 }
 
-// remove deletes e, which is in sh, and gives its place in its scope back. The caller
-// holds sh.mu.
+// remove deletes e, which is in sh, and gives its place in its scope and its bytes
+// back. The caller holds sh.mu.
 func (s *Store) remove(sh *shard, e *entry) {
 	sh.del(e)
+	s.uncharge(e)
 	s.unreserve(e.scope())
 }
 

@@ -374,3 +374,136 @@ func TestPurgeDeletesKeysPastTTL(t *testing.T) {
 		t.Errorf("PurgeExpired = %+v, Held %d; want the key past the TTL deleted", got, capacity(t, s, "").Held)
 	}
 }
+
+// TestMaxBytes floods the store from distinct scopes, the way distinct tenants would:
+// the store refuses new keys with ErrFull once MaxBytes is reached, never counts less
+// than the keys' heap, and takes keys again once some are gone. Expired keys are
+// dropped first.
+func TestMaxBytes(t *testing.T) {
+	const max = 64 << 10
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{MaxBytes: max, TTL: time.Hour, Now: clock.Now})
+	var tokens []idempotency.Token
+	for i := 0; ; i++ {
+		c, err := s.Claim(ctx, fmt.Sprintf("tenant-%d", i), key(i), "m", time.Minute)
+		if errors.Is(err, idempotency.ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > max {
+			t.Fatalf("%d keys claimed, and the store is not full", i)
+		}
+		tokens = append(tokens, c.Token)
+	}
+	const short = memstore.KeyOverhead + memstore.ScopeOverhead + 64 // what a short key in a scope of its own counts
+	if got := s.Bytes(); got > max || got < max-short {
+		t.Errorf("full store counts %d bytes, want at most %d and close to it", got, max)
+	}
+	if len(tokens) < max/short {
+		t.Errorf("only %d short keys fit in %d bytes", len(tokens), max)
+	}
+	// A key already held is still answered; a Reply that does not fit is refused
+	// without changing the key.
+	if c := mustClaim(t, s, "tenant-0", key(0), "m", time.Minute); c.Status != idempotency.HeldBySameMessage {
+		t.Errorf("retry in a full store: %v", c.Status)
+	}
+	err := s.Bind(ctx, "tenant-0", key(0), tokens[0], idempotency.Binding{TaskID: "t", Reply: make([]byte, 8<<10)})
+	if !errors.Is(err, idempotency.ErrFull) {
+		t.Errorf("Bind of a reply that does not fit: %v, want ErrFull", err)
+	}
+	if rec, _, _ := s.Lookup(ctx, "tenant-0", key(0)); !rec.Pending() {
+		t.Errorf("the refused Bind changed the key: %+v", rec)
+	}
+	// Releasing gives room back.
+	if err := s.Release(ctx, "tenant-0", key(0), tokens[0]); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, s, "other", key(0), "m", time.Minute)
+	// Once the keys expire, a claim in the full store drops them and succeeds.
+	clock.Advance(time.Hour)
+	if c := mustClaim(t, s, "late", key(1), "m", time.Minute); c.Status != idempotency.Claimed {
+		t.Errorf("claim after the keys expired: %v", c.Status)
+	}
+	if got := s.Bytes(); got > short {
+		t.Errorf("after expiry the store counts %d bytes for one key", got)
+	}
+}
+
+// TestFieldBounds: values past the bounds of idempotency.CheckLengths are refused
+// before anything is stored.
+func TestFieldBounds(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	long := func(n int) string { return string(make([]byte, n+1)) }
+	if _, err := s.Claim(ctx, long(idempotency.MaxScopeLength), key(0), "m", time.Minute); !errors.Is(err, idempotency.ErrInvalidArgument) {
+		t.Errorf("Claim(long scope): %v, want ErrInvalidArgument", err)
+	}
+	if _, err := s.Claim(ctx, "", key(0), long(idempotency.MaxMessageIDLength), time.Minute); !errors.Is(err, idempotency.ErrInvalidArgument) {
+		t.Errorf("Claim(long message id): %v, want ErrInvalidArgument", err)
+	}
+	c := mustClaim(t, s, "", key(0), "m", time.Minute)
+	for name, b := range map[string]idempotency.Binding{
+		"task id": {TaskID: long(idempotency.MaxTaskIDLength)},
+		"reply":   {TaskID: "t", Reply: []byte(long(idempotency.MaxReplyLength))},
+	} {
+		if err := s.Bind(ctx, "", key(0), c.Token, b); !errors.Is(err, idempotency.ErrInvalidArgument) {
+			t.Errorf("Bind(long %s): %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if got := s.Bytes(); got > memstore.KeyOverhead+memstore.ScopeOverhead+64 {
+		t.Errorf("the store counts %d bytes for one short key", got)
+	}
+}
+
+// TestMaxBytesExactUnderConcurrency races claims and releases in distinct and shared
+// scopes against a small MaxBytes: the count never passes the bound, and it is back
+// to zero once every key is gone.
+func TestMaxBytesExactUnderConcurrency(t *testing.T) {
+	const max, workers, rounds = 16 << 10, 8, 400
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{MaxBytes: max})
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				scope := fmt.Sprintf("tenant-%d", (w*rounds+i)%13)
+				k := key(w*rounds + i)
+				c, err := s.Claim(ctx, scope, k, "m", time.Minute)
+				if errors.Is(err, idempotency.ErrFull) {
+					continue
+				}
+				if err == nil && i%2 == 0 {
+					err = s.Release(ctx, scope, k, c.Token)
+				} else if err == nil {
+					err = s.Bind(ctx, scope, k, c.Token, idempotency.Binding{TaskID: "t"})
+					if errors.Is(err, idempotency.ErrFull) {
+						err = s.Release(ctx, scope, k, c.Token)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n := s.Bytes(); n > max {
+					errs <- fmt.Errorf("the store counts %d bytes, past %d", n, max)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, err := s.PurgeExpired(ctx, idempotency.RetentionPolicy{KeyMaxAge: time.Nanosecond}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Bytes(); n != 0 {
+		t.Errorf("with every key gone the store counts %d bytes", n)
+	}
+}

@@ -82,6 +82,9 @@ type send struct {
 	keyed  bool
 	key    string
 	keyErr error
+	// ambiguous marks a body that the two bindings read as two different sends (see
+	// route); the middleware refuses it.
+	ambiguous bool
 }
 
 // product is what a send produced: a task or a Message, as A2A v1.0 JSON.
@@ -119,6 +122,7 @@ const (
 	failUnsupported                       // the index cannot honour keys
 	failTaskNotFound                      // the key's task is gone
 	failUnavailable                       // the index failed: 503
+	failExhausted                         // the index is full: 429
 	failInFlight                          // the first attempt is still running: 409
 	failTooLarge                          // body over MaxBodyBytes: 413
 	failUnreadable                        // body could not be read: 400
@@ -130,7 +134,8 @@ const (
 type failure struct {
 	kind    failKind
 	message string
-	// retryAfter is the Retry-After delay of failUnavailable and failInFlight.
+	// retryAfter is the Retry-After delay of failUnavailable, failExhausted and
+	// failInFlight.
 	retryAfter time.Duration
 	// status and raw carry a failRelayed error: the HTTP status the wrapped handler
 	// answered with and its error in the dialect's own shape (the JSON-RPC error

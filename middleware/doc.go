@@ -25,15 +25,23 @@
 //     v1.0 reading.
 //   - JSON-RPC, any other POST whose body is a JSON-RPC 2.0 call of SendMessage or
 //     SendStreamingMessage (v1.0), or of message/send or message/stream (v0.3).
+//   - A keyed JSON-RPC call at an HTTP+JSON path is read as JSON-RPC: a JSON-RPC
+//     handler on a catch-all mount (a2a-go's CLI and TCK servers mount it at "/") runs
+//     it there. A body that the two bindings read as two sends, either keyed, is
+//     refused (-32602, HTTP+JSON 400): which one runs depends on what is mounted.
 //
 // A send is keyed when its message's own metadata (params.message.metadata, or the
 // body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
 // not the message lists the extension, in every version. Everything else passes
 // through untouched: other methods and calls, unkeyed sends, bodies that are not
-// JSON. The middleware reads the body of every POST (a JSON-RPC send may come to any
-// path) up to Options.MaxBodyBytes, answers 413 beyond it, and hands the wrapped
-// handler a body with the same bytes. So mount it on the A2A routes only, or raise
-// the limit, when the mux also takes large uploads.
+// JSON. The middleware reads the body of every POST whose body is a JSON object (a
+// JSON-RPC send may come to any path; its first byte past white space is '{') up to
+// Options.MaxBodyBytes, into a buffer that grows as the bytes arrive, answers 413
+// beyond it, and hands the wrapped handler a body with the same bytes. Any other body
+// (an upload, a form, a binary stream) reaches the wrapped handler as it arrives,
+// unbuffered and unlimited, after the middleware looked at its first bytes.
+// Options.Reads turns the middleware away from routes that take large or streamed
+// JSON bodies that are not A2A.
 //
 // An unkeyed send costs a read and a search of its body: a body that contains
 // neither the metadata name nor the JSON escapes \u and \/ that could spell it is
@@ -67,6 +75,8 @@
 //     a task or Message exists, the key is released, so an identical retry runs. The
 //     forward does not stop when the client leaves: it goes on until the key is bound
 //     (see "Servers the kit cannot see inside").
+//     Values the client chose (scope, message and task ids) are logged cut to 64
+//     bytes and a digest ([idempotency.LogValue]).
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
 //     Message again (the index holds it as v1.0 JSON; a v0.3 retry gets it converted
 //     as a2a-go's v0.3 handlers convert), or the task as it is now: a GetTask (v0.3:
@@ -96,8 +106,16 @@
 //   - A key reused by a different message is refused: JSON-RPC -32602, HTTP+JSON 400
 //     INVALID_ARGUMENT, with a message containing "already held". Nothing about the
 //     other message is revealed.
-//   - When the index fails (an error, a timeout, a full scope), keyed sends fail
-//     closed with 503 and Retry-After; unkeyed sends are unaffected.
+//   - A tenant (the scope), messageId or taskId past the bounds of
+//     [idempotency.CheckLengths], or one the index refuses as invalid, is refused as
+//     a client error before anything is claimed: JSON-RPC -32602, HTTP+JSON 400
+//     INVALID_ARGUMENT. Retrying it cannot help, so it is never answered as a 503.
+//   - When the index is full (the scope, or the whole index, holds as many keys as
+//     it may), keyed sends are refused with 429 and a Retry-After of an hour (keys
+//     leave only as their time to live ends): JSON-RPC code -32000, HTTP+JSON
+//     RESOURCE_EXHAUSTED, both reason RESOURCE_EXHAUSTED. When the index fails (an
+//     error, a timeout), keyed sends fail closed with 503 and Retry-After. Unkeyed
+//     sends are unaffected by either.
 //
 // Every answer to a keyed send the middleware handled carries the response header
 // A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
@@ -177,15 +195,16 @@
 // that exclude each other (a list, an object), and both type an error by its code.
 // The codes are the same in both versions: -32602 invalid params, -32004 unsupported
 // operation, -32001 task not found, -32603 internal error. Errors with an HTTP status
-// of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 409
-// (code -32000, reason SERVER_ERROR), 413 (code -32600, reason INVALID_REQUEST, id
-// null). HTTP+JSON errors, in both versions, are google.rpc.Status bodies sent as
-// application/json with their HTTP status, on message:stream too: 503 UNAVAILABLE,
-// 409 ABORTED (both reason SERVER_ERROR), 413 INVALID_ARGUMENT (reason
+// of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 429
+// (code -32000, reason RESOURCE_EXHAUSTED), 409 (code -32000, reason SERVER_ERROR),
+// 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors, in both
+// versions, are google.rpc.Status bodies sent as application/json with their HTTP
+// status, on message:stream too: 503 UNAVAILABLE, 409 ABORTED (both reason
+// SERVER_ERROR), 429 RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason
 // INVALID_REQUEST). (a2a-go's v0.3 handler sends its own errors as
 // application/problem+json, which its v0.3 client does not type; the middleware's
-// are typed.) The 503 and 409 bodies repeat the Retry-After delay in the ErrorInfo
-// metadata as retryAfterSeconds. An error the server behind answered (to a task
+// are typed.) The 503, 429 and 409 bodies repeat the Retry-After delay in the
+// ErrorInfo metadata as retryAfterSeconds. An error the server behind answered (to a task
 // read, say) is passed on with its own status, code and message; on HTTP+JSON its
 // body is sent as application/json.
 //

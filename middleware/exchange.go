@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,7 +42,21 @@ const (
 		"does not run on this server: it may still be starting on another server, or the server that ran it has " +
 		"stopped; retry with the same key and message after the Retry-After delay (a task still missing when the " +
 		"key's lease ends is reported as not found)"
+	msgFull = "the idempotency index holds as many keys as it may for this tenant (or in all), so the keyed send " +
+		"was refused rather than run without deduplication; keys leave it as their time to live ends: retry " +
+		"after the Retry-After delay, or send the message without a key"
+	msgIndexRefused = "the idempotency index cannot store this keyed send's tenant, messageId or taskId " +
+		"(too long, or not UTF-8 text without NUL bytes); send it with shorter, plain-text ids"
 )
+
+// errAmbiguous refuses a body that the two bindings read as two sends (see route).
+var errAmbiguous = errors.New("the request body reads both as an HTTP+JSON send and as a JSON-RPC call of another " +
+	"send, one of them with an idempotency key; send one or the other")
+
+// msgTooLong ends the refusal of a keyed send with a value past the index's bounds.
+var msgTooLong = fmt.Sprintf("; with an idempotency key the tenant (the key's scope) is at most %d bytes, "+
+	"the messageId at most %d and the taskId at most %d", idempotency.MaxScopeLength, idempotency.MaxMessageIDLength,
+	idempotency.MaxTaskIDLength)
 
 // run checks the send, asks the core what to do with it and does it.
 func (x *exchange) run(m *middleware) {
@@ -49,6 +64,9 @@ func (x *exchange) run(m *middleware) {
 	x.ks = Send{Binding: s.d.framing(), Version: s.d.version(), Streaming: s.streaming,
 		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID,
 		RequestID: requestID(x.r.Header.Get("X-Request-Id"))}
+	if s.ambiguous {
+		x.ks.KeyErr = errAmbiguous // refused as invalid, with its text
+	}
 	b := m.begin(x.r.Context(), &x.ks, func() (string, error) { return m.scope(x.r, s.tenant) })
 	x.k = x.ks.k
 	switch {

@@ -14,7 +14,7 @@ var errAnswerTooLarge = errors.New("middleware: answer too large to hold back")
 
 // maxAnswerCopy bounds the copy of a non-streamed answer the middleware keeps to
 // learn what a forwarded send produced. A larger answer passes on whole, but the
-// key then stays pending until its lease ends (unless the adapter bound it).
+// key then stays pending until the adapter binds it or its lease ends.
 const maxAnswerCopy = 32 << 20
 
 // forward runs a claimed first send through the wrapped handler and binds the key

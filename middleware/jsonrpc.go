@@ -159,6 +159,8 @@ func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 			code, reason = codeInternalError, "INTERNAL_ERROR"
 		case failUnavailable:
 			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusServiceUnavailable
+		case failExhausted:
+			code, reason, status = codeServerError, "RESOURCE_EXHAUSTED", http.StatusTooManyRequests
 		case failInFlight:
 			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusConflict
 		case failTooLarge:

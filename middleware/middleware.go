@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -78,6 +77,7 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 			early:          &earlyBinder{mode: opts.EarlyBind},
 		},
 		scope:        opts.Scope,
+		reads:        opts.Reads,
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
 	}
@@ -94,26 +94,37 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 // share one scope.
 func DefaultScope(_ *http.Request, tenant string) (string, error) { return tenant, nil }
 
-// TenantPathScope returns an [Options.Scope] for servers that mount a tenant-aware
-// HTTP+JSON handler at mount, with the tenant as the first path segment after it
-// (mount "/t" serves POST /t/{tenant}/message:send, as a2a-go's
-// http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does). For sends
-// under mount the scope is that segment, which is what such a server uses whatever
-// the body says; for every other send it is the tenant the request names, so JSON-RPC
-// and HTTP+JSON retries of one send meet in one scope.
-func TenantPathScope(mount string) func(r *http.Request, tenant string) (string, error) {
-	mount = strings.TrimSuffix(mount, "/") + "/"
+// TenantPathScope returns an [Options.Scope] for servers that take the tenant of an
+// HTTP+JSON send from its path. pattern is either a mount, with the tenant as the
+// first path segment after it (mount "/t" serves POST /t/{tenant}/message:send, as
+// a2a-go's http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does), or a
+// tenant template in the syntax of a2a-go's a2asrv.NewTenantRESTHandler, written from
+// the root of the server's paths: '*' matches one segment, and the segments inside
+// the one {} are the tenant, joined with '/' ("/t/{*}" is the mount "/t";
+// "/locations/*/projects/{*}" takes the project; "/{locations/*/projects/*}" takes all
+// four segments, so two projects never share a scope). For sends that match it the
+// scope is the tenant the path names, which is what such a server uses whatever the
+// body says; for every other send it is the tenant the request names, so JSON-RPC and
+// HTTP+JSON retries of one send meet in one scope.
+//
+// A template a2a-go would refuse (no {}, more than one, braces out of order) or whose
+// {} holds no segment panics, as a2a-go's NewTenantRESTHandler does: it is a
+// configuration error, found when the middleware is set up.
+func TenantPathScope(pattern string) func(r *http.Request, tenant string) (string, error) {
+	if !strings.ContainsAny(pattern, "{}") {
+		pattern = strings.TrimSuffix(pattern, "/") + "/{*}"
+	}
+	t, err := parseTenantTemplate(pattern)
+	if err != nil {
+		panic("middleware: TenantPathScope: " + err.Error())
+	}
 	return func(r *http.Request, tenant string) (string, error) {
 		prefix, _, ok := restSend(r)
 		if !ok {
 			return tenant, nil
 		}
-		rest, ok := strings.CutPrefix(prefix, mount)
-		if !ok {
-			return tenant, nil
-		}
-		if segment, _, _ := strings.Cut(rest, "/"); segment != "" {
-			return segment, nil
+		if captured, ok := t.match(prefix); ok && captured != "" {
+			return captured, nil
 		}
 		return tenant, nil
 	}
@@ -123,6 +134,7 @@ func TenantPathScope(mount string) func(r *http.Request, tenant string) (string,
 type middleware struct {
 	core         core // the wrapped handler is each handler's own
 	scope        func(r *http.Request, tenant string) (string, error)
+	reads        func(r *http.Request) bool
 	maxBodyBytes int64
 	log          *slog.Logger
 
@@ -182,16 +194,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
 		h.serveCard(w, r)
 		return
-	case r.Method != http.MethodPost:
+	case r.Method != http.MethodPost, h.m.reads != nil && !h.m.reads(r):
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	body, f := h.m.readBody(r)
+	body, isJSON, f := h.m.readBody(r)
 	if f != nil {
 		writeFailure(w, framingOf(r), nil, f, false)
 		return
 	}
-	if !mayCarryKey(body) {
+	if !isJSON || !mayCarryKey(body) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -204,37 +216,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.next = h.next
 	x := &exchange{c: c, w: w, r: r, s: s, body: body}
 	x.run(h.m)
-}
-
-// readBody reads r's body, up to MaxBodyBytes, and puts back a body that reads the
-// same bytes, with a ContentLength to match.
-func (m *middleware) readBody(r *http.Request) ([]byte, *failure) {
-	limit := m.maxBodyBytes
-	tooLarge := func() *failure {
-		return &failure{kind: failTooLarge, message: fmt.Sprintf("the request body exceeds %d bytes, the limit of the "+
-			"idempotency middleware; send a smaller request, or ask the operator to raise MaxBodyBytes", limit)}
-	}
-	if r.ContentLength > limit {
-		return nil, tooLarge()
-	}
-	var body []byte
-	var err error
-	switch {
-	case r.Body == nil:
-	case r.ContentLength > 0:
-		// net/http ends the body at its declared length.
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
-	default:
-		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
-	}
-	if err != nil {
-		return nil, &failure{kind: failUnreadable, message: "the request body could not be read: " + err.Error()}
-	}
-	if int64(len(body)) > limit {
-		return nil, tooLarge()
-	}
-	r.Body = readCloser(body)
-	r.ContentLength = int64(len(body))
-	return body, nil
 }

@@ -80,8 +80,26 @@ type Options struct {
 	ReplayWait time.Duration
 
 	// MaxBodyBytes bounds the request bodies the middleware reads; larger ones get 413.
-	// Default [DefaultMaxBodyBytes].
+	// Default [DefaultMaxBodyBytes]. The middleware reads a body into a buffer that
+	// grows as its bytes arrive, never what Content-Length announces, and reads only
+	// bodies that are JSON objects (see Reads).
 	MaxBodyBytes int64
+
+	// Reads reports whether the middleware reads the body of the POST r to look for a
+	// keyed send. nil reads every POST, the safe default: a JSON-RPC endpoint may be
+	// mounted on any path (a2a-go's own CLI and TCK servers mount it at "/"). A POST
+	// that Reads turns down passes to the wrapped handler untouched, keyed or not, so
+	// a keyed send on such a route runs without deduplication (the adapter's Executor
+	// refuses one rather than run it); turn down only routes that are not A2A.
+	//
+	// Whatever Reads says, the middleware reads past the first bytes of a body only
+	// when it is a JSON object (its first byte past JSON white space is '{'), since
+	// an A2A send cannot be anything else. Other bodies (uploads, forms, binary
+	// streams) reach the wrapped handler as they arrive: unbuffered, unlimited, with
+	// their full-duplex streaming intact. Set Reads for routes that take large or
+	// streamed JSON bodies that are not A2A, for example
+	// func(r *http.Request) bool { return !strings.HasPrefix(r.URL.Path, "/import/") }.
+	Reads func(r *http.Request) bool
 
 	// IndexTimeout bounds each call to the index, within the request's own deadline;
 	// a call that takes longer fails the keyed send closed (503). Default
@@ -166,7 +184,8 @@ const (
 	// OutcomeUnavailable: 503 with Retry-After: a call to the index failed or timed
 	// out, the adapter could not bind the key (the agent did not run), or the
 	// retry's task could not be read. Nothing ran; a retry with the same key may
-	// succeed.
+	// succeed. Also 429 RESOURCE_EXHAUSTED with a Retry-After of an hour: the index
+	// is full (the scope, or the whole index); retries of held keys still succeed.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeTaskGone: TaskNotFoundError (JSON-RPC -32001, HTTP+JSON 404): a retry
 	// whose first attempt's task no longer exists. The agent is not run again for

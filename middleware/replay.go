@@ -86,7 +86,7 @@ func (x *exchange) shapedTask(task []byte) product {
 func (x *exchange) readTaskOnce(taskID string) ([]byte, *failure) {
 	if tr := x.c.tasks; tr != nil {
 		task, err := tr.ReadTask(x.r.Context(), x.r, x.s.tenant, taskID)
-		if f := taskSourceFailure(err); f != nil {
+		if f := x.c.taskSourceFailure(x.r.Context(), &x.ks, taskID, err); f != nil {
 			return nil, f
 		}
 		if !json.Valid(task) {

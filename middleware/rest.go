@@ -122,6 +122,8 @@ func restFailure(f *failure) (int, []byte, bool) {
 		status, code, reason = http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"
 	case failUnavailable:
 		status, code, reason = http.StatusServiceUnavailable, "UNAVAILABLE", "SERVER_ERROR"
+	case failExhausted:
+		status, code, reason = http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"
 	case failInFlight:
 		status, code, reason = http.StatusConflict, "ABORTED", "SERVER_ERROR"
 	case failTooLarge:

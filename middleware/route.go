@@ -51,11 +51,35 @@ var rpcSends = map[string]rpcSend{
 //     the prefix ends in /v1 and the message has a "content" member (see rest03),
 //     else v1.0's;
 //   - any other path is JSON-RPC, and the method names the version.
+//
+// A JSON-RPC handler may be mounted on a catch-all path (a2a-go's CLI and TCK servers
+// mount it at "/"), and then it runs a JSON-RPC call sent to an HTTP+JSON path too. So
+// a body at an HTTP+JSON path is also read as JSON-RPC, and a send that either binding
+// reads as keyed is treated as keyed: when only the JSON-RPC reading finds a message,
+// the send is that JSON-RPC send; when both find one and either is keyed, the two
+// readings are different sends, one of which would run undeduplicated depending on
+// what is mounted, and the send is returned marked ambiguous, to be refused.
 func route(r *http.Request, body []byte) *send {
 	prefix, streaming, isREST := restSend(r)
+	rpc := readRPC(body)
 	if !isREST {
-		return readRPC(body)
+		return rpc
 	}
+	rest := readREST(prefix, streaming, body)
+	switch {
+	case rpc == nil || !rpc.hasMessage:
+		return rest
+	case rest == nil || !rest.hasMessage:
+		return rpc
+	case rest.keyed || rpc.keyed:
+		rest.keyed, rest.ambiguous = true, true
+	}
+	return rest
+}
+
+// readREST reads body as an HTTP+JSON send to the path prefix, in the version the
+// path and body name, or returns nil.
+func readREST(prefix string, streaming bool, body []byte) *send {
 	if strings.HasSuffix(prefix, restPrefix03) {
 		if s, ok := (rest03{}).readSend(prefix, streaming, body); ok {
 			return s

@@ -36,11 +36,17 @@ func TestRoute(t *testing.T) {
 		{"v1.0 HTTP+JSON under /v1 (no content)", "/v1/message:send", `{"message":` + v1Msg + `}`, rest10{}, false},
 		{"v1.0 HTTP+JSON with content outside /v1", "/message:send", `{"message":` + protoMs + `}`, rest10{}, false},
 		{"an HTTP+JSON body that does not decode", "/message:send", `[1]`, nil, false},
-		{"a JSON-RPC body at an HTTP+JSON path", "/message:send", rpc("SendMessage", v1Msg), rest10{}, false},
+		// A JSON-RPC handler mounted on a catch-all path (as a2a-go's CLI and TCK
+		// servers mount it) runs a JSON-RPC call sent to any path, an HTTP+JSON one
+		// included: a keyed call there is read as the JSON-RPC send it is.
+		{"a keyed JSON-RPC body at an HTTP+JSON path", "/x/message:send", rpc("SendMessage", v1Msg), jsonrpc10{}, false},
+		{"a keyed JSON-RPC stream at an HTTP+JSON path", "/message:stream", rpc("SendStreamingMessage", v1Msg), jsonrpc10{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := route(httptest.NewRequest("POST", tc.path, nil), []byte(tc.body))
 			switch {
+			case s != nil && s.ambiguous:
+				t.Fatalf("read as ambiguous")
 			case tc.want == nil && s != nil:
 				t.Fatalf("read as a send of %s %s", s.d.framing(), s.d.version())
 			case tc.want == nil:
@@ -51,6 +57,25 @@ func TestRoute(t *testing.T) {
 					s.streaming, tc.want.framing(), tc.want.version(), tc.streaming)
 			}
 		})
+	}
+}
+
+// A body that both bindings read as a send with a message, one of them keyed, is
+// ambiguous: which one runs depends on what is mounted behind, so it is refused.
+func TestRouteRefusesDisagreeingReadings(t *testing.T) {
+	const (
+		keyed   = `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":{"a2a-rust.com/idempotency-key":"0123456789abcdef"}}`
+		unkeyed = `{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hi"}]}`
+	)
+	for name, body := range map[string]string{
+		"REST keyed, JSON-RPC unkeyed": `{"message":` + keyed + `,"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + unkeyed + `}}`,
+		"REST unkeyed, JSON-RPC keyed": `{"message":` + unkeyed + `,"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + keyed + `}}`,
+		"both keyed":                   `{"message":` + keyed + `,"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + keyed + `}}`,
+	} {
+		s := route(httptest.NewRequest("POST", "/message:send", nil), []byte(body))
+		if s == nil || !s.ambiguous || !s.keyed {
+			t.Errorf("%s: read as %+v, want an ambiguous keyed send", name, s)
+		}
 	}
 }
 

@@ -2,9 +2,11 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -97,6 +99,7 @@ const (
 	RefusedUnavailable                         // the index failed, or the key could not be bound: 503
 	RefusedInFlight                            // the first attempt is in flight, its task unknown: 409
 	RefusedInternal                            // the first attempt's answer could not be framed: 500
+	RefusedExhausted                           // the index is full: 429 RESOURCE_EXHAUSTED, Retry-After an hour
 )
 
 // Refusal is an answer to a keyed send that the kit gives instead of the server.
@@ -105,8 +108,8 @@ type Refusal struct {
 	// Message is the client's text: it says what to do and never carries internal
 	// error text.
 	Message string
-	// RetryAfter is the delay before a retry, for RefusedUnavailable and
-	// RefusedInFlight.
+	// RetryAfter is the delay before a retry, for RefusedUnavailable,
+	// RefusedExhausted and RefusedInFlight.
 	RetryAfter time.Duration
 	// Extension reports whether the answer names the extension (in the binding's
 	// A2A-Extensions header); it does not when keys cannot be honoured.
@@ -186,7 +189,7 @@ func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(
 		runs = func(taskID string) bool { return running(ctx, taskID) }
 	}
 	reply, f := s.m.core.awaitTask(ctx, send, step.Record, func() *failure {
-		return taskSourceFailure(read(ctx, step.Record.TaskID))
+		return s.m.core.taskSourceFailure(ctx, send, step.Record.TaskID, read(ctx, step.Record.TaskID))
 	}, runs)
 	if f != nil {
 		send.outcome = outcomeOr(ctx, failureOutcome(f))
@@ -219,7 +222,7 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	}
 	kinds := map[failKind]RefusalKind{
 		failInvalidParams: RefusedInvalid, failUnsupported: RefusedUnsupported, failTaskNotFound: RefusedTaskNotFound,
-		failUnavailable: RefusedUnavailable, failInFlight: RefusedInFlight,
+		failUnavailable: RefusedUnavailable, failInFlight: RefusedInFlight, failExhausted: RefusedExhausted,
 	}
 	kind, ok := kinds[f.kind]
 	if !ok {
@@ -231,17 +234,23 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	return &Refusal{Kind: kind, Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
 }
 
-// taskSourceFailure returns the failure of a task read that returned err, or nil.
-func taskSourceFailure(err error) *failure {
+// taskSourceFailure returns the failure of a read of task taskID that returned err,
+// or nil. What a task source fails with describes its store (host names, SQL): it
+// goes to the log, and the client gets what it can act on.
+func (c core) taskSourceFailure(ctx context.Context, send *Send, taskID string, err error) *failure {
 	switch {
 	case err == nil:
 		return nil
 	case errNotFound(err):
-		return &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists: " +
-			err.Error() + "; the agent is not run again for the same key, so send a new message with a fresh key"}
+		c.logSend(ctx, send, slog.LevelDebug, "idempotency: the key's task was not found by the task source",
+			slog.String("task_id", idempotency.LogValue(taskID)), slog.Any("error", err))
+		return &failure{kind: failTaskNotFound, message: "the task of this idempotency key no longer exists; " +
+			"the agent is not run again for the same key, so send a new message with a fresh key"}
 	}
-	return &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read (" +
-		err.Error() + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+	c.logSend(ctx, send, slog.LevelWarn, "idempotency: the task source could not read the key's task for a replay",
+		slog.String("task_id", idempotency.LogValue(taskID)), slog.Any("error", err))
+	return &failure{kind: failUnavailable, message: "the task of this idempotency key could not be read; " +
+		"retry with the same key and message later", retryAfter: defaultRetryAfter}
 }
 
 // beginning is what begin decided: a refusal (fail, ext), a forward with token, a
@@ -294,13 +303,17 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 	if err != nil {
 		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: err.Error()}, true)
 	}
+	if err := idempotency.CheckLengths(sc, send.MessageID, idempotency.Binding{TaskID: send.TaskID}); err != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: "the keyed send was refused: " +
+			strings.TrimPrefix(err.Error(), idempotency.ErrInvalidArgument.Error()+": ") + msgTooLong}, true)
+	}
 	send.k = claimKey{scope: sc, key: send.Key, messageID: send.MessageID}
 
 	d := c.decide(ctx, send.k, &send.t)
 	switch d.kind {
 	case decideForward:
 		c.logSend(ctx, send, slog.LevelDebug, "idempotency: key claimed, send forwarded",
-			slog.String("message_id", send.MessageID), slog.String("follow_up_of", send.TaskID))
+			slog.String("message_id", idempotency.LogValue(send.MessageID)), slog.String("follow_up_of", idempotency.LogValue(send.TaskID)))
 		return beginning{forward: true, token: d.token}
 	case decideReplay:
 		return beginning{rec: d.rec}
@@ -316,6 +329,16 @@ func (m *middleware) begin(ctx context.Context, send *Send, scope func() (string
 			slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
 			slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
 	case decideUnavailable:
+		switch {
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrInvalidArgument):
+			// A client error: retrying the same send cannot help. The index's text
+			// stays in the log.
+			return refuse(OutcomeRefused, &failure{kind: failInvalidParams, message: msgIndexRefused}, true, slog.LevelInfo,
+				"idempotency: index "+d.op+" refused the keyed send's values", slog.Any("error", d.err))
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrFull):
+			return refuse(OutcomeUnavailable, &failure{kind: failExhausted, message: msgFull, retryAfter: fullRetryAfter}, true,
+				slog.LevelWarn, "idempotency: index full, keyed send refused", slog.Any("error", d.err))
+		}
 		if ctx.Err() != nil {
 			// The client went away while the index was asked: not the index's fault.
 			return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo,
@@ -393,8 +416,9 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr car
 		case gone && !hooked:
 			// The client went away, and nothing tells whether the agent started in
 			// the background (a2a-go runs it on a context that outlives the request).
-			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during a keyed send; "+
-				"the key stays pending until its lease ends")
+			c.logSend(ctx, send, slog.LevelInfo, "idempotency: client went away during a keyed send before anything bound "+
+				"its key; retries wait until code behind the middleware binds it (the adapter does before the "+
+				"agent runs) or its lease ends")
 		default:
 			if c.releaseProduced(ctx, send, cs) && !gone {
 				return OutcomeReleased
@@ -410,8 +434,8 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr car
 			if gone {
 				level = slog.LevelInfo
 			}
-			c.logSend(ctx, send, level, "idempotency: could not learn what a keyed send produced; "+
-				"the key stays pending until its lease ends")
+			c.logSend(ctx, send, level, "idempotency: could not learn what a keyed send produced from its answer; "+
+				"retries wait until code behind the middleware binds the key or its lease ends")
 		}
 		// An answer the middleware could not read (a stream without a first event,
 		// one too large to copy, nothing at all), passed on as it was.
@@ -429,7 +453,7 @@ func (c core) bindProduced(ctx context.Context, send *Send, cs *ClaimedSend, b i
 	// index call by IndexTimeout itself, and makes none when b is bound already.
 	if err := cs.bind(context.WithoutCancel(ctx), b, false); err != nil {
 		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to what the send produced; "+
-			"retries wait for the lease to end", slog.String("task_id", b.TaskID), slog.Any("error", err))
+			"retries wait for the lease to end", slog.String("task_id", idempotency.LogValue(b.TaskID)), slog.Any("error", err))
 	}
 }
 
@@ -471,7 +495,7 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 		case !f.notFound():
 			if f.kind == failUnavailable {
 				c.logSend(ctx, send, slog.LevelWarn, "idempotency: could not read the key's task for a retry",
-					slog.String("task_id", rec.TaskID), slog.String("error", f.message))
+					slog.String("task_id", idempotency.LogValue(rec.TaskID)), slog.String("error", f.message))
 			}
 			return nil, f
 		case time.Since(rec.ClaimedAt) >= c.lease || time.Until(deadline) <= 0:
@@ -512,7 +536,7 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 //
 // Logs name the time left until the task counts as gone.
 func (c core) missingTask(ctx context.Context, send *Send, rec idempotency.Record, notFound *failure, running func(taskID string) bool) *failure {
-	taskID := slog.String("task_id", rec.TaskID)
+	taskID := slog.String("task_id", idempotency.LogValue(rec.TaskID))
 	if running != nil && running(rec.TaskID) {
 		c.logSend(ctx, send, slog.LevelInfo, "idempotency: key bound, its task not stored yet and its execution running here; retry answered 409",
 			taskID)
@@ -561,7 +585,7 @@ func (c core) logSend(ctx context.Context, send *Send, level slog.Level, msg str
 		slog.String("binding", string(send.Binding)),
 		slog.String("version", string(send.Version)),
 		slog.Bool("streaming", send.Streaming),
-		slog.String("scope", send.k.scope))
+		slog.String("scope", idempotency.LogValue(send.k.scope)))
 	if send.outcome != "" {
 		attrs = append(attrs, slog.String("outcome", string(send.outcome)))
 	}

@@ -16,6 +16,12 @@ import (
 // brief, and a retry costs the client one round trip.
 const defaultRetryAfter = time.Second
 
+// fullRetryAfter is the Retry-After of a 429 for a full index: keys leave it only as
+// their time to live (24 hours by default) ends, so a retry within seconds cannot
+// succeed, and clients that honour Retry-After (keyedclient gives up on one this
+// long) do not hammer a full scope.
+const fullRetryAfter = time.Hour
+
 // errorDomain is the ErrorInfo domain of A2A errors; a2a-go's clients map an
 // HTTP+JSON error to a typed error only by a reason in this domain.
 const errorDomain = "a2a-protocol.org"

@@ -55,11 +55,13 @@ type Options struct {
 // with [New]; it is safe for concurrent use, and any number of Stores, in one process
 // or many, may share one table.
 //
-// Beyond the KeyIndex contract, a scope is at most [MaxScopeLength] bytes, and on
-// PostgreSQL scopes, message ids and task ids must be UTF-8 without NUL bytes (what a
-// TEXT column holds); other input is refused with an error wrapping
-// [idempotency.ErrInvalidArgument] before any statement runs. Replies are stored as
-// bytes, verbatim.
+// Beyond the KeyIndex contract, scopes, message ids, task ids and replies are within
+// the bounds of [idempotency.CheckLengths], and on PostgreSQL scopes, message ids and
+// task ids must be UTF-8 without NUL bytes (what a TEXT column holds); other input is
+// refused with an error wrapping [idempotency.ErrInvalidArgument] before any statement
+// runs. Replies are stored as bytes, verbatim. A row therefore holds at most about
+// 1 MiB and 10.5 KiB (a reply of [idempotency.MaxReplyLength] and the longest scope,
+// key and ids).
 type Store struct {
 	db        DB
 	dialect   Dialect
@@ -148,7 +150,7 @@ const maxClaimAttempts = 8
 // it never reports [idempotency.Claimed] for a claim its own statement did not make.
 // Lease is rounded up to a whole microsecond.
 func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if err := s.checkArgs(scope, key, messageID, "message id"); err != nil {
+	if err := s.checkArgs(scope, key, messageID, idempotency.Binding{}); err != nil {
 		return idempotency.Claim{}, fmt.Errorf("sqlstore: claim: %w", err)
 	}
 	if messageID == "" {
@@ -195,7 +197,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 // same token with something else bound is [idempotency.ErrAlreadyBound]. An empty
 // Reply counts as none.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if err := s.checkArgs(scope, key, b.TaskID, "task id"); err != nil {
+	if err := s.checkArgs(scope, key, "", b); err != nil {
 		return fmt.Errorf("sqlstore: bind: %w", err)
 	}
 	if token == 0 {
@@ -236,7 +238,7 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 // its time to live), or a key bound under token, returns nil; a live key under another
 // token, pending or bound, is [idempotency.ErrNotOwner].
 func (s *Store) Release(ctx context.Context, scope, key string, token idempotency.Token) error {
-	if err := s.checkArgs(scope, key, "", ""); err != nil {
+	if err := s.checkArgs(scope, key, "", idempotency.Binding{}); err != nil {
 		return fmt.Errorf("sqlstore: release: %w", err)
 	}
 	if token == 0 {
@@ -266,7 +268,7 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 
 // Lookup implements [idempotency.KeyIndex.Lookup] with one SELECT.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
-	if err := s.checkArgs(scope, key, "", ""); err != nil {
+	if err := s.checkArgs(scope, key, "", idempotency.Binding{}); err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("sqlstore: lookup: %w", err)
 	}
 	rec, _, found, err := s.read(ctx, scope, key)
@@ -354,25 +356,25 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 }
 
 // MaxScopeLength bounds the length of a scope, in bytes, so that the primary key of
-// (scope, key) fits a PostgreSQL index entry.
-const MaxScopeLength = 2048
+// (scope, key) fits a PostgreSQL index entry. It is [idempotency.MaxScopeLength].
+const MaxScopeLength = idempotency.MaxScopeLength
 
-// checkArgs checks the key, the scope and one more text argument (the message id or
-// the task id, named what). On PostgreSQL, TEXT columns hold only valid UTF-8 without
-// NUL bytes, so other text is refused before it reaches the database.
-func (s *Store) checkArgs(scope, key, text, what string) error {
+// checkArgs checks the key, and the lengths of the scope, the message id and the
+// binding (idempotency.CheckLengths; empty values for those that do not apply). On
+// PostgreSQL, TEXT columns hold only valid UTF-8 without NUL bytes, so other text is
+// refused before it reaches the database.
+func (s *Store) checkArgs(scope, key, messageID string, b idempotency.Binding) error {
 	if err := idempotency.ValidateKey(key); err != nil {
 		return fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
 	}
-	if len(scope) > MaxScopeLength {
-		return fmt.Errorf("%w: scope of %d bytes, longer than %d", idempotency.ErrInvalidArgument, len(scope), MaxScopeLength)
+	if err := idempotency.CheckLengths(scope, messageID, b); err != nil {
+		return err
 	}
 	if s.dialect == PostgreSQL {
-		if !storableText(scope) {
-			return fmt.Errorf("%w: scope is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument)
-		}
-		if !storableText(text) {
-			return fmt.Errorf("%w: %s is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument, what)
+		for _, f := range [...]struct{ what, text string }{{"scope", scope}, {"message id", messageID}, {"task id", b.TaskID}} {
+			if !storableText(f.text) {
+				return fmt.Errorf("%w: %s is not UTF-8 text without NUL bytes", idempotency.ErrInvalidArgument, f.what)
+			}
 		}
 	}
 	return nil

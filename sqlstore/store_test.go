@@ -275,14 +275,17 @@ func testBindAndRelease(t *testing.T, db *database) {
 	}
 
 	for name, err := range map[string]error{
-		"Claim(bad key)":    claimErr(a.Claim(ctx, "", "short", "m", lease)),
-		"Claim(no message)": claimErr(a.Claim(ctx, "", key(9), "", lease)),
-		"Claim(no lease)":   claimErr(a.Claim(ctx, "", key(9), "m", 0)),
-		"Bind(zero token)":  a.Bind(ctx, "", key(9), 0, idempotency.Binding{TaskID: "t"}),
-		"Release(bad key)":  a.Release(ctx, "", "bad key with spaces", 1),
-		"Release(zero)":     a.Release(ctx, "", key(9), 0),
-		"Lookup(bad key)":   lookupErr(a.Lookup(ctx, "", "x")),
-		"Claim(long scope)": claimErr(a.Claim(ctx, strings.Repeat("s", sqlstore.MaxScopeLength+1), key(9), "m", lease)),
+		"Claim(bad key)":         claimErr(a.Claim(ctx, "", "short", "m", lease)),
+		"Claim(no message)":      claimErr(a.Claim(ctx, "", key(9), "", lease)),
+		"Claim(no lease)":        claimErr(a.Claim(ctx, "", key(9), "m", 0)),
+		"Bind(zero token)":       a.Bind(ctx, "", key(9), 0, idempotency.Binding{TaskID: "t"}),
+		"Release(bad key)":       a.Release(ctx, "", "bad key with spaces", 1),
+		"Release(zero)":          a.Release(ctx, "", key(9), 0),
+		"Lookup(bad key)":        lookupErr(a.Lookup(ctx, "", "x")),
+		"Claim(long scope)":      claimErr(a.Claim(ctx, strings.Repeat("s", sqlstore.MaxScopeLength+1), key(9), "m", lease)),
+		"Claim(long message id)": claimErr(a.Claim(ctx, "", key(9), strings.Repeat("m", idempotency.MaxMessageIDLength+1), lease)),
+		"Bind(long task id)":     a.Bind(ctx, "", key(9), 1, idempotency.Binding{TaskID: strings.Repeat("t", idempotency.MaxTaskIDLength+1)}),
+		"Bind(long reply)":       a.Bind(ctx, "", key(9), 1, idempotency.Binding{Reply: make([]byte, idempotency.MaxReplyLength+1)}),
 	} {
 		if !errors.Is(err, idempotency.ErrInvalidArgument) {
 			t.Errorf("%s = %v, want ErrInvalidArgument", name, err)

@@ -21,7 +21,9 @@
 //     response ended early, a timeout of the HTTP client, HTTP 502, 503 or 504, HTTP 429,
 //     or HTTP 409 with Retry-After (the middleware's "first attempt still in flight").
 //     Every retry resends the same message, with the same messageId and the same key,
-//     after a backoff ([RetryPolicy]) that honours Retry-After.
+//     after a backoff ([RetryPolicy]) that honours Retry-After. A Retry-After longer
+//     than [RetryPolicy.MaxRetryAfter] (a full scope's 429 asks for an hour) ends the
+//     retries at once: retrying much sooner than asked cannot help.
 //
 // A peer honours keys when its agent card declares [idempotency.ExtensionURI] (in
 // capabilities.extensions), or when the caller asserts it ([Options.PeerHonoursKeys]),

@@ -13,6 +13,10 @@ const (
 	DefaultMaxAttempts  = 4
 	DefaultInitialDelay = 500 * time.Millisecond
 	DefaultMaxDelay     = 30 * time.Second
+	// DefaultMaxRetryAfter is well above the middleware's Retry-After for a send in
+	// flight (at most 10 s) and an unavailable index (1 s), and below its hour for a
+	// full scope.
+	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
 // DefaultRequestTimeout is the timeout of the HTTP client [FactoryOptions] uses when
@@ -24,7 +28,11 @@ const DefaultRequestTimeout = 3 * time.Minute
 // The delay before retry n (n = 1 for the first retry) is InitialDelay·2^(n-1), capped
 // at MaxDelay, multiplied by a random factor in [0.5, 1) so that clients that failed
 // together do not retry together. When the failed response carried Retry-After (in
-// seconds or as an HTTP date), the delay is that instead, capped at MaxDelay.
+// seconds or as an HTTP date), the delay is that instead, capped at MaxDelay; a
+// Retry-After longer than MaxRetryAfter (the middleware's answer to a full scope asks
+// for an hour) ends the retries at once with that failure, since retrying much sooner
+// than the server asked cannot help: the caller may resend the same message, with its
+// key, when it chooses.
 type RetryPolicy struct {
 	// MaxAttempts bounds the number of attempts, the first included; default
 	// [DefaultMaxAttempts]. 1 disables retries.
@@ -33,6 +41,9 @@ type RetryPolicy struct {
 	InitialDelay time.Duration
 	// MaxDelay caps every delay, Retry-After included; default [DefaultMaxDelay].
 	MaxDelay time.Duration
+	// MaxRetryAfter is the longest Retry-After that is retried (after MaxDelay at
+	// most); a longer one ends the retries. Default [DefaultMaxRetryAfter].
+	MaxRetryAfter time.Duration
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -44,6 +55,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	return p
 }

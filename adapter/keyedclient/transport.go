@@ -192,6 +192,10 @@ func (t *Transport) wait(ctx context.Context, key string, attempt int, err error
 		return fmt.Errorf("keyedclient: keyed send abandoned after %d attempts: %w", attempt, errors.Join(ctx.Err(), err))
 	case attempt >= t.policy.MaxAttempts:
 		return fmt.Errorf("keyedclient: keyed send failed after %d attempts: %w", attempt, err)
+	case retryAfter > t.policy.MaxRetryAfter:
+		// A full scope (429) or a long outage: retrying sooner than asked cannot help.
+		return fmt.Errorf("keyedclient: keyed send given up after %d attempts: the server asked to wait %s, "+
+			"longer than RetryPolicy.MaxRetryAfter; resend the same message, with its key, later: %w", attempt, retryAfter, err)
 	}
 	delay := t.policy.delay(attempt, retryAfter)
 	t.logger.InfoContext(ctx, "keyedclient: retrying a keyed send after an ambiguous failure",

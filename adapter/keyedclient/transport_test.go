@@ -3,8 +3,10 @@ package keyedclient_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,9 +35,11 @@ func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.Key
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := testkit.NewStore()
 	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
-		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{}))},
+		HandlerOptions: []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{}))},
+		TaskStore:      store,
 	})
 }
 
@@ -401,5 +405,66 @@ func TestRoundTripperStatuses(t *testing.T) {
 		case tc.want >= 0 && (!isStatus || se.StatusCode != tc.status || se.RetryAfter != tc.want):
 			t.Errorf("%d Retry-After %q: got %v, want a StatusError with Retry-After %v", tc.status, tc.retryAfter, err, tc.want)
 		}
+	}
+}
+
+// Answers that retrying cannot change are not retried: refusals (JSON-RPC -32602,
+// HTTP 400, 413), and statuses that ask the client to wait longer than the policy
+// ever waits (a full scope's 429 with Retry-After of an hour). The control, a 503
+// without Retry-After, is retried until the attempts run out.
+func TestPermanentAnswersNotRetried(t *testing.T) {
+	type answer struct {
+		status     int
+		retryAfter string
+		body       string
+	}
+	const invalidRPC = `{"jsonrpc":"2.0","id":"1","error":{"code":-32602,"message":"tenant too long"}}`
+	const invalidREST = `{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"tenant too long","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INVALID_REQUEST","domain":"a2a-protocol.org"}]}}`
+	const exhausted = `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"the scope is full"}}`
+	cases := []struct {
+		name    string
+		binding a2a.TransportProtocol
+		answer  answer
+		posts   int64
+	}{
+		{"JSON-RPC -32602", a2a.TransportProtocolJSONRPC, answer{200, "", invalidRPC}, 1},
+		{"HTTP+JSON 400", a2a.TransportProtocolHTTPJSON, answer{400, "", invalidREST}, 1},
+		{"JSON-RPC 400", a2a.TransportProtocolJSONRPC, answer{400, "", invalidRPC}, 1},
+		{"JSON-RPC 413", a2a.TransportProtocolJSONRPC, answer{413, "", invalidRPC}, 1},
+		{"JSON-RPC 429, an hour", a2a.TransportProtocolJSONRPC, answer{429, "3600", exhausted}, 1},
+		{"HTTP+JSON 429, an hour", a2a.TransportProtocolHTTPJSON, answer{429, "3600", exhausted}, 1},
+		{"HTTP+JSON 503, an hour", a2a.TransportProtocolHTTPJSON, answer{503, "3600", exhausted}, 1},
+		{"control: 503", a2a.TransportProtocolJSONRPC, answer{503, "", ""}, int64(fast.MaxAttempts)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var posts atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				posts.Add(1)
+				if tc.answer.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.answer.retryAfter)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.answer.status)
+				_, _ = io.WriteString(w, tc.answer.body)
+			}))
+			t.Cleanup(srv.Close)
+			hc := &http.Client{Transport: keyedclient.NewRoundTripper(nil)}
+			var inner a2aclient.Transport = a2aclient.NewJSONRPCTransport(srv.URL, hc)
+			if tc.binding == a2a.TransportProtocolHTTPJSON {
+				u, _ := url.Parse(srv.URL)
+				inner = a2aclient.NewRESTTransport(u, hc)
+			}
+			tr := keyedclient.NewTransport(inner, nil, keyedclient.Options{PeerHonoursKeys: true, Retry: fast})
+			_, err := tr.SendMessage(context.Background(), nil, &a2a.SendMessageRequest{
+				Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x")),
+			})
+			if err == nil {
+				t.Fatal("the send succeeded")
+			}
+			if n := posts.Load(); n != tc.posts {
+				t.Errorf("%d attempts (last error %v), want %d", n, err, tc.posts)
+			}
+		})
 	}
 }

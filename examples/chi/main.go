@@ -3,8 +3,9 @@
 //
 // It serves the JSON-RPC binding at /jsonrpc, HTTP+JSON at /rest and, with a tenant
 // path segment, at /tenants/{tenant} (a2asrv.NewTenantRESTHandler), the agent card at
-// /.well-known/agent-card.json and the agent's run count (agent_runs) at /debug/vars.
-// The flags are those of examples/stdlib, but -grpc (it serves no gRPC binding):
+// /.well-known/agent-card.json and the agent's run count (agent_runs, nothing else of
+// the process) at /debug/vars; the process's expvars only on -debug-addr. The flags
+// are those of examples/stdlib, but -grpc (it serves no gRPC binding):
 //
 //	go run ./examples/chi -addr 127.0.0.1:8081
 //	go run ./examples/demo -url http://127.0.0.1:8081 -binding rest -tenant acme
@@ -71,7 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
-	store := fs.String("store", "idempotency.db", "task and key store: a SQLite file `path`, or a postgres:// DSN")
+	store := fs.String("store", envOr("IDEMPOTENCY_STORE", "idempotency.db"), "task and key store: a SQLite file `path`, or a postgres:// DSN; "+
+		"default $IDEMPOTENCY_STORE, the place for a DSN with a password (any local user can read a command line)")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
 	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
@@ -79,9 +81,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
 	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	lease := fs.Duration("lease", idem.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
+	readTimeout := fs.Duration("read-timeout", time.Minute, "how long a client may take to send a request, body included")
+	debugAddr := fs.String("debug-addr", "", "`host:port` of a second listener for the process's expvars (memstats, cmdline); "+
+		"empty: none. Keep it off the public network")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	redactArgs(*store)
 	if *reply != "task" && *reply != "message" {
 		return fmt.Errorf("-reply %q: want task or message", *reply)
 	}
@@ -106,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	agent := &echoAgent{delay: *delay, replyMessage: *reply == "message"}
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
 		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
@@ -142,15 +148,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// segment; its client sends it in the body too, where the middleware reads it
 	// as the key's scope.
 	r.Mount(tenantRESTPath, http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
-	r.Method(http.MethodGet, varsPath, expvar.Handler())
+	r.Get(varsPath, serveRuns)
 
 	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, storeName(*store))
 	fmt.Fprintf(stdout, "agent card:        %s%s\n", base, a2asrv.WellKnownAgentCardPath)
 	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
 	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
 	fmt.Fprintf(stdout, "HTTP+JSON, tenant: %s%s/{tenant}\n", base, tenantRESTPath)
+	if *debugAddr != "" {
+		dln, err := net.Listen("tcp", *debugAddr)
+		if err != nil {
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		defer dln.Close()
+		go (&http.Server{Handler: expvar.Handler(), ReadHeaderTimeout: 10 * time.Second}).Serve(dln)
+		fmt.Fprintf(stdout, "expvars (debug):   http://%s\n", dln.Addr())
+	}
 	fmt.Fprintf(stdout, "agent_runs:        %s%s\n", base, varsPath)
-	return serve(ctx, ln, r, logger)
+	return serve(ctx, ln, r, *readTimeout, logger)
 }
 
 // openStores opens the task store and the key index in the database store names: a
@@ -217,6 +232,32 @@ func isPostgres(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// redactArgs hides the password of the DSN store in os.Args, which expvar publishes
+// as cmdline (on -debug-addr only). The kernel's copy of the command line, which any
+// local user can read, keeps it: pass such a DSN in IDEMPOTENCY_STORE.
+func redactArgs(store string) {
+	if shown := storeName(store); isPostgres(store) && !strings.HasSuffix(shown, store) {
+		for i, a := range os.Args {
+			os.Args[i] = strings.ReplaceAll(a, store, strings.TrimPrefix(shown, "PostgreSQL "))
+		}
+	}
+}
+
+// serveRuns serves the agent's run count, and nothing else of the process, as the
+// JSON object {"agent_runs": n} (the demo client reads it).
+func serveRuns(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	fmt.Fprintf(w, "{%q: %d}\n", "agent_runs", runs.Value())
+}
+
 // storeName describes store for the banner, hiding the password a DSN may carry.
 func storeName(store string) string {
 	if !isPostgres(store) {
@@ -244,10 +285,17 @@ func listen(addr string) (net.Listener, string, error) {
 
 // serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting
 // connections and waits at most ten seconds for the requests in progress.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+//
+// The timeouts bound what a client that stalls can hold: its headers for ten seconds,
+// its whole request for readTimeout, an idle keep-alive connection for two minutes.
+// There is no write timeout: a stream, or a blocking send of a long task, may last
+// minutes.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, readTimeout time.Duration, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -293,7 +341,7 @@ func card(base string) *a2a.AgentCard {
 	}
 }
 
-// runs counts the agent's runs in this process, served at /debug/vars.
+// runs counts the agent's runs in this process, served at /debug/vars by serveRuns.
 var runs = expvar.NewInt("agent_runs")
 
 // echoAgent echoes the text of each message after working for delay: it creates a

@@ -24,3 +24,9 @@ func TestPostgres(t *testing.T) {
 		})
 	}
 }
+
+// The server leaks no DSN password and no debug variables on its public listener,
+// and cuts off a stalled request body.
+func TestNoLeaks(t *testing.T) {
+	exampletest.CheckNoLeaks(t, run, "examples_chi_leaks")
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
@@ -30,8 +31,9 @@ import (
 // README snippet: wrap
 func newServer(agent a2asrv.AgentExecutor, card *a2a.AgentCard) (http.Handler, error) {
 	// Was: a2asrv.NewHandler(agent). The adapter binds each key to its task before the agent runs.
-	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+	tasks := taskstore.NewInMemory(nil)
+	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}), a2asrv.WithTaskStore(tasks),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))

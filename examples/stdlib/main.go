@@ -4,15 +4,18 @@
 //
 // It serves an echo agent on the JSON-RPC binding (/jsonrpc), on HTTP+JSON (/rest,
 // and /tenants/{tenant} with a tenant path segment), on gRPC (on a port of its own,
-// -grpc) and its agent card at /.well-known/agent-card.json, and counts the agent's
-// runs in the expvar agent_runs at /debug/vars. Its tasks and their keys are kept side by side in a SQLite file in
-// the working directory, or in PostgreSQL when -store is a postgres:// DSN, so that a
-// restarted server answers the retries of sends from before the restart with their
-// tasks; a sweep deletes finished tasks, and then their keys, after -retention.
+// -grpc) and its agent card at /.well-known/agent-card.json, and the agent's run
+// count (agent_runs, nothing else of the process) at /debug/vars; the process's
+// expvars only on -debug-addr, off by default. Its tasks and their keys are kept side
+// by side in a SQLite file in the working directory, or in PostgreSQL when -store
+// (default $IDEMPOTENCY_STORE) is a postgres:// DSN, so that a restarted server
+// answers the retries of sends from before the restart with their tasks; a sweep
+// deletes finished tasks, and then their keys, after -retention. The server sets read
+// timeouts, so a client that stalls its request is cut off.
 //
 //	go run ./examples/stdlib
 //	go run ./examples/stdlib -addr 127.0.0.1:0 -delay 5s -reply message
-//	go run ./examples/stdlib -store 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	IDEMPOTENCY_STORE='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' go run ./examples/stdlib
 //
 // Then run the demo client against it: go run ./examples/demo. It stops on SIGINT or
 // SIGTERM, after the requests in progress have finished.
@@ -79,7 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
 	grpcAddr := fs.String("grpc", "127.0.0.1:50051", "`host:port` to serve the gRPC binding on; port 0 picks a free port, empty serves no gRPC")
-	store := fs.String("store", "idempotency.db", "task and key store: a SQLite file `path`, or a postgres:// DSN")
+	store := fs.String("store", envOr("IDEMPOTENCY_STORE", "idempotency.db"), "task and key store: a SQLite file `path`, or a postgres:// DSN; "+
+		"default $IDEMPOTENCY_STORE, the place for a DSN with a password (any local user can read a command line)")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
 	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
@@ -87,9 +91,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
 	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	lease := fs.Duration("lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
+	readTimeout := fs.Duration("read-timeout", time.Minute, "how long a client may take to send a request, body included")
+	debugAddr := fs.String("debug-addr", "", "`host:port` of a second listener for the process's expvars (memstats, cmdline); "+
+		"empty: none. Keep it off the public network")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	redactArgs(*store)
 	if *reply != "task" && *reply != "message" {
 		return fmt.Errorf("-reply %q: want task or message", *reply)
 	}
@@ -123,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	agent := &echoAgent{delay: *delay, replyMessage: *reply == "message"}
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)),
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
 		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
@@ -133,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux.Handle(jsonrpcPath, a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle(restPath+"/", http.StripPrefix(restPath, a2asrv.NewRESTHandler(handler)))
 	mux.Handle(tenantRESTPath+"/", http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
-	mux.Handle("GET "+varsPath, expvar.Handler())
+	mux.HandleFunc("GET "+varsPath, serveRuns)
 
 	// kit (2): the middleware, recording claims in the SQL index and answering retries
 	// from the task store. Its scope is the tenant a2a-go sees, the REST path segment
@@ -158,6 +166,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
 	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
 	fmt.Fprintf(stdout, "HTTP+JSON, tenant: %s%s/{tenant}\n", base, tenantRESTPath)
+	if *debugAddr != "" {
+		dln, err := net.Listen("tcp", *debugAddr)
+		if err != nil {
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		defer dln.Close()
+		go (&http.Server{Handler: expvar.Handler(), ReadHeaderTimeout: 10 * time.Second}).Serve(dln)
+		fmt.Fprintf(stdout, "expvars (debug):   http://%s\n", dln.Addr())
+	}
 	if grpcLn != nil {
 		fmt.Fprintf(stdout, "gRPC:              %s\n", grpcTarget)
 	}
@@ -182,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// kit (3): the middleware goes in front of the whole mux, card included, so that
 	// it sees every send and declares the extension on the card it serves.
-	return serve(ctx, ln, idem(mux), logger)
+	return serve(ctx, ln, idem(mux), *readTimeout, logger)
 }
 
 // stopGRPC stops gs gracefully, waiting at most ten seconds for the calls in
@@ -264,6 +281,32 @@ func isPostgres(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// redactArgs hides the password of the DSN store in os.Args, which expvar publishes
+// as cmdline (on -debug-addr only). The kernel's copy of the command line, which any
+// local user can read, keeps it: pass such a DSN in IDEMPOTENCY_STORE.
+func redactArgs(store string) {
+	if shown := storeName(store); isPostgres(store) && !strings.HasSuffix(shown, store) {
+		for i, a := range os.Args {
+			os.Args[i] = strings.ReplaceAll(a, store, strings.TrimPrefix(shown, "PostgreSQL "))
+		}
+	}
+}
+
+// serveRuns serves the agent's run count, and nothing else of the process, as the
+// JSON object {"agent_runs": n} (the demo client reads it).
+func serveRuns(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	fmt.Fprintf(w, "{%q: %d}\n", "agent_runs", runs.Value())
+}
+
 // storeName describes store for the banner, hiding the password a DSN may carry.
 func storeName(store string) string {
 	if !isPostgres(store) {
@@ -291,10 +334,17 @@ func listen(addr string) (net.Listener, string, error) {
 
 // serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting
 // connections and waits at most ten seconds for the requests in progress.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+//
+// The timeouts bound what a client that stalls can hold: its headers for ten seconds,
+// its whole request for readTimeout, an idle keep-alive connection for two minutes.
+// There is no write timeout: a stream, or a blocking send of a long task, may last
+// minutes.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, readTimeout time.Duration, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -345,7 +395,7 @@ func card(base, grpcTarget string) *a2a.AgentCard {
 	}
 }
 
-// runs counts the agent's runs in this process, served at /debug/vars.
+// runs counts the agent's runs in this process, served at /debug/vars by serveRuns.
 var runs = expvar.NewInt("agent_runs")
 
 // echoAgent echoes the text of each message after working for delay: it creates a

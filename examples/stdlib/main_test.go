@@ -37,3 +37,9 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// The server leaks no DSN password and no debug variables on its public listener,
+// and cuts off a stalled request body.
+func TestNoLeaks(t *testing.T) {
+	exampletest.CheckNoLeaks(t, run, "examples_stdlib_leaks")
+}

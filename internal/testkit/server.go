@@ -62,7 +62,8 @@ type Config struct {
 	// adapter.NewTaskReader instead of a GetTask round trip through the handler.
 	TaskReader bool
 	// TaskStore is the a2a-go task store of the server (a2atasks beside the keys, say);
-	// nil: a2a-go's in-memory store.
+	// nil: [NewStore]. A test that installs its own adapter.FollowUpBinder passes it
+	// the same store.
 	TaskStore taskstore.Store
 	// Wrap, when set, is put in front of the whole server (card and endpoints),
 	// outside the kit's middleware if Index is set too.
@@ -108,13 +109,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	store := cfg.TaskStore
 	if store == nil {
-		store = taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})
+		store = NewStore()
 	}
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(store), a2asrv.WithLogger(log)}
 	if cfg.Index != nil {
 		aopts := adapter.Options{Logger: log}
 		exec = adapter.NewExecutor(exec, aopts)
-		opts = append(opts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)))
+		opts = append(opts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, aopts)))
 	}
 	handler := a2asrv.NewHandler(exec, append(opts, cfg.HandlerOptions...)...)
 
@@ -158,6 +159,12 @@ func New(cfg Config) (*Server, error) {
 		s.Handler = cfg.Wrap(s.Handler)
 	}
 	return s, nil
+}
+
+// NewStore returns the task store a server uses by default: a2a-go's in-memory store,
+// which hides a task from callers other than its owner.
+func NewStore() taskstore.Store {
+	return taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})
 }
 
 // Runs returns how many times the server's agent started.

@@ -67,7 +67,7 @@ func newServer(ag *echoAgent, store taskstore.Store, keys idempotency.KeyIndex) 
 	if keys != nil {
 		aopts := adapter.Options{Logger: log}
 		exec = adapter.NewExecutor(ag, aopts)
-		opts = append(opts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(aopts)))
+		opts = append(opts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, aopts)))
 	}
 	h := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec, opts...))
 	if keys == nil {

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -457,4 +459,66 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// CheckNoLeaks starts the server with its keys in PostgreSQL behind a DSN that carries
+// a password, given on the command line (as os.Args shows it) and, separately, in
+// IDEMPOTENCY_STORE, and checks that its public listener publishes neither the
+// password nor the process's debug variables, and that a client that stalls its
+// request body is cut off after -read-timeout (issue 14, item 9).
+func CheckNoLeaks(t *testing.T, run RunFunc, prefix string) {
+	dsn := PostgresDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "s3cret-pw" // trust auth on loopback ignores it
+	u.User = url.UserPassword(u.User.Username(), password)
+	table := PostgresTable(t, dsn, prefix)
+	tasks := PostgresTable(t, dsn, prefix+"_tasks")
+
+	for _, how := range []string{"flag", "environment"} {
+		t.Run(how, func(t *testing.T) {
+			args := []string{"-table", table, "-tasks", tasks, "-read-timeout", "300ms"}
+			if how == "flag" {
+				args = append(args, "-store", u.String())
+				saved := os.Args
+				os.Args = append([]string{"server"}, args...)
+				t.Cleanup(func() { os.Args = saved })
+			} else {
+				t.Setenv("IDEMPOTENCY_STORE", u.String())
+			}
+			srv := Start(t, run, args...)
+			if banner := strings.Join(srv.Banner, "\n"); strings.Contains(banner, password) || !strings.Contains(banner, "PostgreSQL") {
+				t.Errorf("the banner shows the password, or no PostgreSQL store:\n%s", banner)
+			}
+			for _, path := range []string{"/debug/vars", "/debug/pprof/"} {
+				code, body := get(t, srv.URL+path)
+				if strings.Contains(body, password) || strings.Contains(body, "cmdline") || strings.Contains(body, "memstats") {
+					t.Errorf("GET %s (%d) publishes the command line or debug variables: %.300s", path, code, body)
+				}
+			}
+			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := io.Copy(io.Discard, conn); err != nil {
+				t.Errorf("a stalled request body was not cut off by the server's read timeout: %v", err)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -9,7 +9,13 @@
 //     notice: no key runs twice, and the service recovers;
 //   - bad input (bodies over the limit, truncated JSON, wrong types, huge and deep
 //     metadata, non-UTF-8 keys, keys with CR/LF): clear refusals, nothing run, and
-//     no raw key in the logs.
+//     no raw key in the logs;
+//   - hostile clients (TestHostileClients): requests that announce 10 MiB and stall
+//     after one byte hold about 46 KiB each; floods of keyed follow-ups to unknown
+//     tasks hold no key; 1 MiB message ids and 4 MiB tenants are refused before
+//     anything is claimed; a JSON-RPC handler mounted on "/" runs a keyed send sent
+//     to two paths once; a full index answers 429 and still answers retries; the
+//     index stays within memstore.Options.MaxBytes.
 //
 // Run them with
 //

@@ -79,7 +79,7 @@ func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	s := &server{agent: &echoagent.Agent{}, store: &hidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: a2asrv.NewTaskStoreAuthenticator()})}}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}), a2asrv.WithTaskStore(s.store),
-		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(adapter.Options{})))
+		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(s.store, adapter.Options{})))
 	idem, err := middleware.New(index, middleware.Options{Lease: lease, ReplayWait: replayWait, MaxBodyBytes: maxBody,
 		Scope: func(r *http.Request, tenant string) (string, error) {
 			if r.Header.Get("X-Scope") == "fail" {
