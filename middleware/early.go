@@ -205,7 +205,7 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 		}
 		writeFailure(x.w, x.s.d, x.s, f, true)
 	case bound && b.Reply != nil:
-		if !writeProduct(x.w, x.s, product{message: b.Reply}) {
+		if !x.writeProduct(product{message: b.Reply}) {
 			o = OutcomeInternal
 		}
 	case c.kind == carryTask || c.kind == carryUpdate:
@@ -215,7 +215,7 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 			o = r
 		}
 	case c.kind == carryMessage:
-		if !writeProduct(x.w, x.s, product{message: c.message}) {
+		if !x.writeProduct(product{message: c.message}) {
 			o = OutcomeInternal
 		}
 	default:

@@ -3,6 +3,7 @@ package middleware
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -109,16 +110,26 @@ func writeFailure(w http.ResponseWriter, d dialect, s *send, f *failure, ext boo
 // writeProduct answers s with p: the whole body of a non-streamed answer, or a
 // stream of that one event. When p cannot be framed for s's dialect, the answer is
 // an internal error, and writeProduct returns false.
-func writeProduct(w http.ResponseWriter, s *send, p product) bool {
+func (x *exchange) writeProduct(p product) bool {
+	w, s := x.w, x.s
 	body, err := s.d.product(s, p)
 	if err != nil {
-		writeFailure(w, s.d, s, &failure{kind: failInternal, message: "the key's task or reply could not be answered: " + err.Error()}, true)
+		// The codec's error names what the task source returned: the log gets it, the
+		// client an answer that says what to do.
+		x.c.logSend(x.r.Context(), &x.ks, slog.LevelError, "idempotency: the key's task or reply could not be put in the retry's shape",
+			slog.String("error", err.Error()))
+		writeFailure(w, s.d, s, &failure{kind: failInternal, message: msgUnanswerable}, true)
 		return false
 	}
 	addExtensionHeaders(w.Header(), s.d)
 	writeAnswer(w, http.StatusOK, body, s.streaming)
 	return true
 }
+
+// msgUnanswerable answers a retry whose task or reply the server stores in a form the
+// middleware cannot put in the retry's shape.
+const msgUnanswerable = "the key's task or reply could not be answered: the server stores it in a form this " +
+	"binding cannot carry; read the task with GetTask, or report this to the server's operator"
 
 // writeAnswer writes body as the whole answer: one Server-Sent Event of a 200 stream
 // when sse is set, or else a JSON body with status.

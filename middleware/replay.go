@@ -50,7 +50,7 @@ func (x *exchange) answer(p product, f *failure) Outcome {
 		return o
 	}
 	o := outcomeOr(x.r.Context(), OutcomeReplayed)
-	if o != OutcomeAbandoned && !writeProduct(x.w, x.s, p) {
+	if o != OutcomeAbandoned && !x.writeProduct(p) {
 		o = OutcomeInternal
 	}
 	return o

@@ -263,6 +263,10 @@ func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 			if !errors.Is(err, a2a.ErrInternalError) || !strings.Contains(err.Error(), "could not be answered") {
 				t.Fatalf("retry: %v, want an internal error", err)
 			}
+			// What the codec made of the task source's bytes is the server's business.
+			if strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "unmarshal") {
+				t.Fatalf("retry: %v: the answer carries the codec's internal error text", err)
+			}
 			if n := h.agent.runsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
