@@ -18,7 +18,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/internal/e2e/echoagent"
+	"github.com/a2akit/idempotency/internal/testkit"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
@@ -70,13 +70,13 @@ var errScope = errors.New("the scope of this caller cannot be told")
 // server is a2a-go with the adapter, on one router, behind the kit over index.
 type server struct {
 	url   string
-	agent *echoagent.Agent
+	agent *testkit.Agent
 	store *hidingStore
 }
 
 func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	t.Helper()
-	s := &server{agent: &echoagent.Agent{}, store: &hidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+	s := &server{agent: &testkit.Agent{WaitWord: true, ReplyPrefix: "reply"}, store: &hidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: a2asrv.NewTaskStoreAuthenticator()})}}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}), a2asrv.WithTaskStore(s.store),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(s.store, adapter.Options{})))
