@@ -36,6 +36,8 @@ type Agent struct {
 	// close releases every run, a send one run) or the execution's context ends: a
 	// task agent waits after reporting WORKING, a Message agent before replying.
 	Hold chan struct{}
+	// HoldPrefix, when set, gates only the runs whose text begins with it.
+	HoldPrefix string
 	// Fail, when set, makes each run fail with it where it would have completed.
 	Fail error
 	// Started, when not nil, receives the task id each time the agent starts. It must
@@ -45,6 +47,11 @@ type Agent struct {
 	// run's executor context. The crash test records runs with it in a place that
 	// survives the process.
 	OnRun func(ctx context.Context, ec *a2asrv.ExecutorContext)
+	// Script, when set, is called once a run is counted and its text read (after
+	// WaitWord), with the run's number for its message id (1 for the first). When it
+	// returns an event or an error, the run yields that and ends; when it returns
+	// (nil, nil), the run goes on as configured.
+	Script func(ctx context.Context, ec *a2asrv.ExecutorContext, text string, run int64) (a2a.Event, error)
 
 	runs atomic.Int64
 	byID sync.Map // message id -> *atomic.Int64
@@ -70,9 +77,10 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 			a.OnRun(ctx, ec)
 		}
 		a.runs.Add(1)
+		var run int64
 		if ec.Message != nil {
 			n, _ := a.byID.LoadOrStore(ec.Message.ID, new(atomic.Int64))
-			n.(*atomic.Int64).Add(1)
+			run = n.(*atomic.Int64).Add(1)
 		}
 		if a.Started != nil {
 			a.Started <- ec.TaskID
@@ -82,8 +90,14 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 			text = ec.Message.Parts[0].Text()
 		}
 		delay, text := a.plan(text)
+		if a.Script != nil {
+			if ev, err := a.Script(ctx, ec, text, run); ev != nil || err != nil {
+				yield(ev, err)
+				return
+			}
+		}
 		if ec.StoredTask == nil && (a.ReplyMessage || a.ReplyPrefix != "" && strings.HasPrefix(text, a.ReplyPrefix)) {
-			if err := a.work(ctx, delay); err != nil {
+			if err := a.work(ctx, delay, text); err != nil {
 				yield(nil, err)
 				return
 			}
@@ -98,7 +112,7 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 			return
 		}
-		if err := a.work(ctx, delay); err != nil {
+		if err := a.work(ctx, delay, text); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -127,10 +141,10 @@ func (a *Agent) plan(text string) (time.Duration, string) {
 	return a.Delay, text
 }
 
-// work waits at the gate, then for delay, and returns Fail; it returns the
+// work waits at the gate (if it holds text), then for delay, and returns Fail; it returns the
 // context's error when the context ends first.
-func (a *Agent) work(ctx context.Context, delay time.Duration) error {
-	if a.Hold != nil {
+func (a *Agent) work(ctx context.Context, delay time.Duration, text string) error {
+	if a.Hold != nil && strings.HasPrefix(text, a.HoldPrefix) {
 		select {
 		case <-a.Hold:
 		case <-ctx.Done():

@@ -198,8 +198,8 @@ func TestAgentCardV03(t *testing.T) {
 		}
 		ids = append(ids, taskOf(res))
 	}
-	if ids[0] == "" || ids[0] != ids[1] || h.agent.runsOf(msg.ID) != 1 {
-		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.runsOf(msg.ID))
+	if ids[0] == "" || ids[0] != ids[1] || h.agent.RunsOf(msg.ID) != 1 {
+		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.RunsOf(msg.ID))
 	}
 	if e := h.lastEvent(); e.Version != "0.3" || e.Outcome != "replayed" {
 		t.Fatalf("last event %+v, want a v0.3 replay", e)

@@ -199,7 +199,7 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 			if hasData := len(data.Data) > 0; m.binding == "JSONRPC" && hasData != (m.version == "1.0") {
 				t.Fatalf("body %q: data present %v in version %s", body, hasData, m.version)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 0 {
+			if n := h.agent.RunsOf(msg.ID); n != 0 {
 				t.Fatalf("agent ran %d times", n)
 			}
 			unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
@@ -244,7 +244,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 				if x := h.wire.last(); m.binding == "HTTP+JSON" && (x.status != 400 || !strings.Contains(string(x.respBody.Bytes()), `"UNIMPLEMENTED"`)) {
 					t.Fatalf("answer %d %s, want 400 UNIMPLEMENTED", x.status, x.respBody.Bytes())
 				}
-				if n := h.agent.runsOf(msg.ID); n != 0 {
+				if n := h.agent.RunsOf(msg.ID); n != 0 {
 					t.Fatalf("agent ran %d times", n)
 				}
 				unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
@@ -287,7 +287,7 @@ func TestOversizeBodyGets413(t *testing.T) {
 			t.Fatalf("%s (chunked=%v): %d %q", tc.path, tc.chunked, resp.StatusCode, got)
 		}
 	}
-	if n := h.agent.total(); n != 0 {
+	if n := h.agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 	// Small bodies still pass.
@@ -422,7 +422,7 @@ func TestScopeErrorRefuses(t *testing.T) {
 			t.Fatalf("%s: %v", m, err)
 		}
 	}
-	if n := h.agent.total(); n != 0 {
+	if n := h.agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 }
