@@ -113,26 +113,11 @@ func (s *hidingStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.Stored
 
 func (s *hidingStore) delete(id string) { s.deleted.Store(a2a.TaskID(id), true) }
 
-// faultyIndex fails the calls it is told to.
-type faultyIndex struct {
-	idempotency.KeyIndex
-	claim, bind bool
-}
-
-var errFault = errors.New("injected index fault")
-
-func (f faultyIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if f.claim {
-		return idempotency.Claim{}, errFault
-	}
-	return f.KeyIndex.Claim(ctx, scope, key, messageID, lease)
-}
-
-func (f faultyIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if f.bind {
-		return errFault
-	}
-	return f.KeyIndex.Bind(ctx, scope, key, token, b)
+// failing returns the test kit's faulty index over ix, failing every call of op.
+func failing(ix idempotency.KeyIndex, op testkit.Op) *testkit.FaultyIndex {
+	f := testkit.NewFaultyIndex(ix)
+	f.SetFail(op, true)
+	return f
 }
 
 // env is one cell of the matrix: a router, a binding and unary or streaming.
@@ -355,8 +340,8 @@ func TestWhatClientsSee(t *testing.T) {
 				return &env{
 					srv:       startServer(t, rt, mem),
 					noIndex:   startServer(t, rt, nil),
-					failClaim: startServer(t, rt, faultyIndex{KeyIndex: mem, claim: true}),
-					failBind:  startServer(t, rt, faultyIndex{KeyIndex: memstore.New(memstore.Options{}), bind: true}),
+					failClaim: startServer(t, rt, failing(mem, testkit.OpClaim)),
+					failBind:  startServer(t, rt, failing(memstore.New(memstore.Options{}), testkit.OpBind)),
 				}
 			}()
 			for _, b := range st.Bindings {
