@@ -92,7 +92,7 @@ func TestAgentCardLeftAlone(t *testing.T) {
 		warn bool
 	}{
 		{"no index", harnessConfig{noIndex: true}, false},
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}, false},
+		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}, false},
 		{"operator entry", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(own)}, false},
 		{"signed card", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signed)}, true},
 		{"signed card declaring it", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signedDeclared)}, false},
@@ -439,7 +439,7 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 		name string
 		cfg  harnessConfig
 	}{
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}},
+		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
 		{"signed card", harnessConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -322,7 +322,7 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "unavailable",
-		cfg:  func(c *harnessConfig) { c.index = failingIndex{} },
+		cfg:  func(c *harnessConfig) { c.index = failingIndex() },
 		run:  freshSend,
 		want: middleware.OutcomeUnavailable,
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},

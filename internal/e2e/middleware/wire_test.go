@@ -17,6 +17,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -126,28 +128,17 @@ func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
 	}
 }
 
-// failingIndex fails every call.
-type failingIndex struct{}
-
-var errIndexDown = errors.New("index down")
-
-func (failingIndex) Claim(context.Context, string, string, string, time.Duration) (idempotency.Claim, error) {
-	return idempotency.Claim{}, errIndexDown
-}
-func (failingIndex) Bind(context.Context, string, string, idempotency.Token, idempotency.Binding) error {
-	return errIndexDown
-}
-func (failingIndex) Release(context.Context, string, string, idempotency.Token) error {
-	return errIndexDown
-}
-func (failingIndex) Lookup(context.Context, string, string) (idempotency.Record, bool, error) {
-	return idempotency.Record{}, false, errIndexDown
+// failingIndex returns an index that fails every call.
+func failingIndex() idempotency.KeyIndex {
+	ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+	ix.SetFailAll(true)
+	return ix
 }
 
 func TestIndexFailureFailsClosed(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{index: failingIndex{}})
+			h := newHarness(t, harnessConfig{index: failingIndex()})
 			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo must not run")
@@ -229,7 +220,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 		cfg  harnessConfig
 	}{
 		{"nil index", harnessConfig{noIndex: true}},
-		{"not honouring", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}},
+		{"not honouring", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
 	} {
 		for _, m := range modes {
 			t.Run(cfg.name+"/"+m.String(), func(t *testing.T) {
@@ -380,7 +371,7 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 
 // Keys never reach logs in full above debug level.
 func TestLogsRedactKeys(t *testing.T) {
-	h := newHarness(t, harnessConfig{index: failingIndex{}})
+	h := newHarness(t, harnessConfig{index: failingIndex()})
 	key := idempotency.NewKey()
 	for _, m := range modes {
 		send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo")})
