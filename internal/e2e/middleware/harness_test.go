@@ -83,30 +83,6 @@ func replyTo(ec *a2asrv.ExecutorContext, text string) *a2a.Message {
 	return reply
 }
 
-// deletableStore is a2a-go's in-memory task store with deletion: a deleted task is
-// not found any more.
-type deletableStore struct {
-	taskstore.Store
-	mu      sync.Mutex
-	deleted map[a2a.TaskID]bool
-}
-
-func (s *deletableStore) delete(id a2a.TaskID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deleted[id] = true
-}
-
-func (s *deletableStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
-	s.mu.Lock()
-	gone := s.deleted[id]
-	s.mu.Unlock()
-	if gone {
-		return nil, a2a.ErrTaskNotFound
-	}
-	return s.Store.Get(ctx, id)
-}
-
 // harnessConfig configures a harness; the zero value runs a memstore index.
 type harnessConfig struct {
 	index   idempotency.KeyIndex // nil: a memstore index, unless noIndex
@@ -131,7 +107,7 @@ type harnessConfig struct {
 type harness struct {
 	t      *testing.T
 	agent  *testkit.Agent
-	store  *deletableStore
+	store  *testkit.HidingStore
 	index  idempotency.KeyIndex
 	inner  http.Handler // what the middleware wraps
 	srv    *httptest.Server
@@ -148,7 +124,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
-	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
+	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
 	var exec a2asrv.AgentExecutor = h.agent
 	if cfg.adapter {
 		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})

@@ -265,7 +265,7 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 			// Once the execution has ended (a2a-go serves a subscription from a
 			// running execution, not from the store), delete the task.
 			waitInactive(t, c, taskOf(first[0]))
-			h.store.delete(taskOf(first[0]))
+			h.store.Delete(taskOf(first[0]))
 			time.Sleep(lease)
 			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
@@ -366,7 +366,7 @@ func TestReplayThroughTaskReader(t *testing.T) {
 				}
 			}
 			waitInactive(t, c, id)
-			h.store.delete(id)
+			h.store.Delete(id)
 			time.Sleep(lease) // within the lease a missing task may not be stored yet
 			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)

@@ -367,7 +367,7 @@ var outcomeCases = []outcomeCase{
 				t.Fatal(err)
 			}
 			waitInactive(t, h.client(m.dialect, "", ""), taskOf(first[0]))
-			h.store.delete(taskOf(first[0]))
+			h.store.Delete(taskOf(first[0]))
 			time.Sleep(time.Until(claimed.Add(20 * time.Millisecond))) // the claim is older than its lease
 			mark()
 			return echoSend(context.Background(), h, m, msg)

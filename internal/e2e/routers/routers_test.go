@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/internal/testkit"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -71,12 +70,12 @@ var errScope = errors.New("the scope of this caller cannot be told")
 type server struct {
 	url   string
 	agent *testkit.Agent
-	store *hidingStore
+	store *testkit.HidingStore
 }
 
 func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	t.Helper()
-	s := &server{agent: &testkit.Agent{WaitWord: true, ReplyPrefix: "reply"}, store: &hidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+	s := &server{agent: &testkit.Agent{WaitWord: true, ReplyPrefix: "reply"}, store: &testkit.HidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: a2asrv.NewTaskStoreAuthenticator()})}}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}), a2asrv.WithTaskStore(s.store),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(s.store, adapter.Options{})))
@@ -97,21 +96,6 @@ func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	s.url = srv.URL
 	return s
 }
-
-// hidingStore is a task store whose tasks can be deleted: a deleted task is not found.
-type hidingStore struct {
-	taskstore.Store
-	deleted sync.Map
-}
-
-func (s *hidingStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
-	if _, ok := s.deleted.Load(id); ok {
-		return nil, a2a.ErrTaskNotFound
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *hidingStore) delete(id string) { s.deleted.Store(a2a.TaskID(id), true) }
 
 // failing returns the test kit's faulty index over ix, failing every call of op.
 func failing(ix idempotency.KeyIndex, op testkit.Op) *testkit.FaultyIndex {
@@ -265,7 +249,7 @@ var rows = []struct {
 	{"retry after the task was deleted", func(e *env) {
 		m := e.msg("hi")
 		first := e.run(m)[0]
-		e.srv.store.delete(first.TaskID)
+		e.srv.store.Delete(a2a.TaskID(first.TaskID))
 		time.Sleep(lease + 100*time.Millisecond)
 		status := e.errStatus(http.StatusNotFound)
 		e.wantError(e.send(e.srv.url, m), status, -32001, "NOT_FOUND", "")
