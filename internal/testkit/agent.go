@@ -5,6 +5,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,10 @@ type Agent struct {
 	// Message reply). With Jitter, each run waits a random time in [0, Delay].
 	Delay  time.Duration
 	Jitter bool
+	// WaitWord lets a message set its own delay: a text "wait <duration> <rest>"
+	// (a time.ParseDuration duration) works that long instead of Delay, and the
+	// agent reads the text as <rest> from then on.
+	WaitWord bool
 	// ReplyMessage makes the agent answer every new send with a Message instead of a
 	// task; ReplyPrefix only the new sends whose text begins with it.
 	ReplyMessage bool
@@ -31,6 +36,8 @@ type Agent struct {
 	// close releases every run, a send one run) or the execution's context ends: a
 	// task agent waits after reporting WORKING, a Message agent before replying.
 	Hold chan struct{}
+	// HoldPrefix, when set, gates only the runs whose text begins with it.
+	HoldPrefix string
 	// Fail, when set, makes each run fail with it where it would have completed.
 	Fail error
 	// Started, when not nil, receives the task id each time the agent starts. It must
@@ -40,14 +47,28 @@ type Agent struct {
 	// run's executor context. The crash test records runs with it in a place that
 	// survives the process.
 	OnRun func(ctx context.Context, ec *a2asrv.ExecutorContext)
+	// Script, when set, is called once a run is counted and its text read (after
+	// WaitWord), with the run's number for its message id (1 for the first). When it
+	// returns an event or an error, the run yields that and ends; when it returns
+	// (nil, nil), the run goes on as configured.
+	Script func(ctx context.Context, ec *a2asrv.ExecutorContext, text string, run int64) (a2a.Event, error)
 
 	runs atomic.Int64
+	byID sync.Map // message id -> *atomic.Int64
 }
 
 var _ a2asrv.AgentExecutor = (*Agent)(nil)
 
 // Runs returns how many times the agent started.
 func (a *Agent) Runs() int64 { return a.runs.Load() }
+
+// RunsOf returns how many times the agent started for the message messageID.
+func (a *Agent) RunsOf(messageID string) int64 {
+	if n, ok := a.byID.Load(messageID); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
 
 // Execute implements a2asrv.AgentExecutor.
 func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
@@ -56,6 +77,11 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 			a.OnRun(ctx, ec)
 		}
 		a.runs.Add(1)
+		var run int64
+		if ec.Message != nil {
+			n, _ := a.byID.LoadOrStore(ec.Message.ID, new(atomic.Int64))
+			run = n.(*atomic.Int64).Add(1)
+		}
 		if a.Started != nil {
 			a.Started <- ec.TaskID
 		}
@@ -63,8 +89,15 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 		if ec.Message != nil && len(ec.Message.Parts) > 0 {
 			text = ec.Message.Parts[0].Text()
 		}
+		delay, text := a.plan(text)
+		if a.Script != nil {
+			if ev, err := a.Script(ctx, ec, text, run); ev != nil || err != nil {
+				yield(ev, err)
+				return
+			}
+		}
 		if ec.StoredTask == nil && (a.ReplyMessage || a.ReplyPrefix != "" && strings.HasPrefix(text, a.ReplyPrefix)) {
-			if err := a.work(ctx); err != nil {
+			if err := a.work(ctx, delay, text); err != nil {
 				yield(nil, err)
 				return
 			}
@@ -79,7 +112,7 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 			return
 		}
-		if err := a.work(ctx); err != nil {
+		if err := a.work(ctx, delay, text); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -94,17 +127,31 @@ func (a *Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 	}
 }
 
-// work waits at the gate, then for the delay, and returns Fail; it returns the
+// plan returns how long a run for text works, and the text it answers: with
+// WaitWord, "wait 3s hello" works 3 s and answers "hello".
+func (a *Agent) plan(text string) (time.Duration, string) {
+	if a.WaitWord {
+		if rest, ok := strings.CutPrefix(text, "wait "); ok {
+			word, tail, _ := strings.Cut(rest, " ")
+			if d, err := time.ParseDuration(word); err == nil {
+				return d, tail
+			}
+		}
+	}
+	return a.Delay, text
+}
+
+// work waits at the gate (if it holds text), then for delay, and returns Fail; it returns the
 // context's error when the context ends first.
-func (a *Agent) work(ctx context.Context) error {
-	if a.Hold != nil {
+func (a *Agent) work(ctx context.Context, delay time.Duration, text string) error {
+	if a.Hold != nil && strings.HasPrefix(text, a.HoldPrefix) {
 		select {
 		case <-a.Hold:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	d := a.Delay
+	d := delay
 	if a.Jitter && d > 0 {
 		d = rand.N(d + 1)
 	}

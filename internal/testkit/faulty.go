@@ -43,6 +43,13 @@ func NewFaultyIndex(ix idempotency.KeyIndex) *FaultyIndex { return &FaultyIndex{
 // SetFail makes every call of op fail while on is true.
 func (f *FaultyIndex) SetFail(op Op, on bool) { f.fail[op].Store(on) }
 
+// SetFailAll makes every call of every operation fail while on is true.
+func (f *FaultyIndex) SetFailAll(on bool) {
+	for op := range numOps {
+		f.SetFail(op, on)
+	}
+}
+
 // FailNext makes the next n calls of op fail.
 func (f *FaultyIndex) FailNext(op Op, n int64) { f.failNext[op].Store(n) }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -113,7 +114,7 @@ func BenchmarkSendMessage(b *testing.B) {
 				}
 				var seq atomic.Int64
 				side := func(store taskstore.Store) *sender {
-					h, err := newServer(&echoAgent{}, store, index)
+					h, err := newServer(&testkit.Agent{}, store, index)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -244,7 +245,7 @@ func testStatementsPerKeyedSend(t *testing.T, drv driver.Driver, dsn, prefix str
 		t.Fatal(err)
 	}
 	calls := &callCounter{Store: tasks}
-	h, err := newServer(&echoAgent{}, calls, keys)
+	h, err := newServer(&testkit.Agent{}, calls, keys)
 	if err != nil {
 		t.Fatal(err)
 	}

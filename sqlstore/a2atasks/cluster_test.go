@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -34,7 +35,7 @@ func testCluster(t *testing.T, open func(t testing.TB) testDB) {
 	alice := func(context.Context, *http.Request) (*a2asrv.User, error) {
 		return a2asrv.NewAuthenticatedUser("alice", nil), nil
 	}
-	replica := func(ag *echoAgent) *a2aclient.Client {
+	replica := func(ag *testkit.Agent) *a2aclient.Client {
 		keys, tasks := d.stores(t, d.open(), nil)
 		log := slog.New(slog.DiscardHandler)
 		h := a2asrv.NewHandler(ag, a2asrv.WithLogger(log), a2asrv.WithCallInterceptors(userInterceptor{}),
@@ -46,7 +47,7 @@ func testCluster(t *testing.T, open func(t testing.TB) testDB) {
 		}
 		return jsonrpcClient(t, mw(a2asrv.NewJSONRPCHandler(h)))
 	}
-	acceptingAgent, runningAgent := &echoAgent{}, &echoAgent{}
+	acceptingAgent, runningAgent := &testkit.Agent{}, &testkit.Agent{}
 	accepting, running := replica(acceptingAgent), replica(runningAgent) // the queue runs every execution on the second
 	ctx := context.Background()
 	keyed := func(text string) *a2a.Message {
@@ -114,7 +115,7 @@ func testCluster(t *testing.T, open func(t testing.TB) testDB) {
 	if len(ids) != 1 {
 		t.Errorf("16 identical sends answered tasks %v, want one", ids)
 	}
-	if a, r := acceptingAgent.runs.Load(), runningAgent.runs.Load(); a != 0 || r != 3 {
+	if a, r := acceptingAgent.Runs(), runningAgent.Runs(); a != 0 || r != 3 {
 		t.Errorf("the agent ran %d times on the accepting replica and %d on the running one for 3 distinct messages, want 0 and 3", a, r)
 	}
 }

@@ -2,11 +2,9 @@ package a2atasks_test
 
 import (
 	"context"
-	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -16,35 +14,10 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
-
-// echoAgent creates a task, reports it working, adds an artifact echoing the text, and
-// completes it; it counts its runs.
-type echoAgent struct{ runs atomic.Int64 }
-
-func (a *echoAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		a.runs.Add(1)
-		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-			return
-		}
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
-			return
-		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+ec.Message.Parts[0].Text())), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-	}
-}
-
-func (a *echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
-	}
-}
 
 // userInterceptor names every caller "alice", as an authentication middleware would,
 // so that List (which refuses anonymous callers) has an owner.
@@ -59,7 +32,7 @@ func (userInterceptor) Before(ctx context.Context, callCtx *a2asrv.CallContext, 
 
 // newServer returns a JSON-RPC a2a-go server on store with the echo agent; with keys,
 // behind the kit (middleware over keys, the adapter's Executor and FollowUpBinder).
-func newServer(ag *echoAgent, store taskstore.Store, keys idempotency.KeyIndex) (http.Handler, error) {
+func newServer(ag *testkit.Agent, store taskstore.Store, keys idempotency.KeyIndex) (http.Handler, error) {
 	log := slog.New(slog.DiscardHandler)
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(store), a2asrv.WithLogger(log),
 		a2asrv.WithCallInterceptors(userInterceptor{})}
@@ -95,7 +68,7 @@ func testServer(t *testing.T, open func(t testing.TB) testDB) {
 		return st
 	}
 	ctx := context.Background()
-	ag := &echoAgent{}
+	ag := &testkit.Agent{}
 	h, err := newServer(ag, newStore(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,12 +93,12 @@ func testServer(t *testing.T, open func(t testing.TB) testDB) {
 
 	// A second server process on the same database, as after a restart or on another
 	// replica, reads the task the first one stored.
-	c2 := jsonrpcClient(t, must(newServer(&echoAgent{}, newStore(), nil)))
+	c2 := jsonrpcClient(t, must(newServer(&testkit.Agent{}, newStore(), nil)))
 	again, err := c2.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 	if err != nil || mustJSON(t, again) != mustJSON(t, got) {
 		t.Fatalf("GetTask on a restarted server: %v, %v; want %v", again, err, got)
 	}
-	if n := ag.runs.Load(); n != 1 {
+	if n := ag.Runs(); n != 1 {
 		t.Errorf("the agent ran %d times, want 1", n)
 	}
 }

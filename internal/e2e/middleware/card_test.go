@@ -92,7 +92,7 @@ func TestAgentCardLeftAlone(t *testing.T) {
 		warn bool
 	}{
 		{"no index", harnessConfig{noIndex: true}, false},
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}, false},
+		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}, false},
 		{"operator entry", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(own)}, false},
 		{"signed card", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signed)}, true},
 		{"signed card declaring it", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signedDeclared)}, false},
@@ -198,8 +198,8 @@ func TestAgentCardV03(t *testing.T) {
 		}
 		ids = append(ids, taskOf(res))
 	}
-	if ids[0] == "" || ids[0] != ids[1] || h.agent.runsOf(msg.ID) != 1 {
-		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.runsOf(msg.ID))
+	if ids[0] == "" || ids[0] != ids[1] || h.agent.RunsOf(msg.ID) != 1 {
+		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.RunsOf(msg.ID))
 	}
 	if e := h.lastEvent(); e.Version != "0.3" || e.Outcome != "replayed" {
 		t.Fatalf("last event %+v, want a v0.3 replay", e)
@@ -439,7 +439,7 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 		name string
 		cfg  harnessConfig
 	}{
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}},
+		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
 		{"signed card", harnessConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

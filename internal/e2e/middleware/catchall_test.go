@@ -59,7 +59,7 @@ func TestCatchAllJSONRPCDeduplicated(t *testing.T) {
 		}
 		tasks = append(tasks, answer.Result.Task.ID)
 	}
-	if n := ag.runsOf(msg.ID); n != 1 {
+	if n := ag.RunsOf(msg.ID); n != 1 {
 		t.Errorf("the agent ran %d times for one keyed send, want 1", n)
 	}
 	if tasks[0] != tasks[1] || tasks[0] != tasks[2] {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -36,133 +36,51 @@ import (
 // at the root). Tests drive it with a2a-go's own clients over HTTP: v1.0's, and
 // a2av0's v0.3 transports.
 
-// The agent's behaviour is chosen by the first word of the message's text:
+// The agent is the test kit's; the first word of the message's text chooses what it
+// does:
 //
 //	echo   creates a task, works, adds an artifact, completes
 //	reply  answers with a Message, no task
 //	fail   fails before creating a task on its first run, then behaves as echo
-//	block  creates a task, works, then waits for the gate before completing
+//	block  creates a task, works, then waits for the gate (Hold) before completing
 //	hold   waits for the gate before creating anything, then behaves as echo
-type agent struct {
-	gate chan struct{} // block and hold wait for a receive or a close
-
-	mu      sync.Mutex
-	runs    map[string]int // by message id
-	started chan string    // message ids, as runs start (buffered, lossy)
-}
-
-func newAgent() *agent {
-	return &agent{gate: make(chan struct{}), runs: make(map[string]int), started: make(chan string, 1024)}
-}
-
-// runsOf returns how many times the agent ran for message id.
-func (a *agent) runsOf(id string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.runs[id]
-}
-
-// total returns how many times the agent ran.
-func (a *agent) total() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, r := range a.runs {
-		n += r
-	}
-	return n
-}
-
-func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		a.mu.Lock()
-		a.runs[ec.Message.ID]++
-		n := a.runs[ec.Message.ID]
-		a.mu.Unlock()
-		select {
-		case a.started <- ec.Message.ID:
-		default:
-		}
-		text := ec.Message.Parts[0].Text()
-		word, _, _ := strings.Cut(text, " ")
-		wait := func() bool {
-			select {
-			case <-a.gate:
-				return true
-			case <-ctx.Done():
-				yield(nil, ctx.Err())
-				return false
+//
+// It sends the task id of each run it starts on Started (buffered).
+func newAgent() *testkit.Agent {
+	gate := make(chan struct{})
+	return &testkit.Agent{Hold: gate, HoldPrefix: "block", Started: make(chan a2a.TaskID, 1024),
+		Script: func(ctx context.Context, ec *a2asrv.ExecutorContext, text string, run int64) (a2a.Event, error) {
+			word, _, _ := strings.Cut(text, " ")
+			switch {
+			case word == "reply":
+				return replyTo(ec, text), nil
+			case word == "fail" && run == 1:
+				return nil, errors.New("agent failed before creating a task")
+			case word == "hold":
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
-		}
-		switch {
-		case word == "reply":
-			reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("reply to "+text))
-			if trace, ok := ec.Message.Metadata["trace"].(map[string]any); ok {
-				// A reply with every kind of part, for the conversions between
-				// dialects: the trace back as metadata, as object data and as list
-				// data, and a file by bytes and by URL.
-				raw := a2a.NewRawPart([]byte("raw \x00 bytes"))
-				raw.Filename, raw.MediaType = "r.bin", "application/octet-stream"
-				reply.Metadata = map[string]any{"trace": trace}
-				reply.Parts = append(reply.Parts, a2a.NewDataPart(trace), a2a.NewDataPart(trace["tags"]), raw,
-					a2a.NewFileURLPart("https://example.com/f.pdf", "application/pdf"))
-			}
-			yield(reply, nil)
-			return
-		case word == "fail" && n == 1:
-			yield(nil, errors.New("agent failed before creating a task"))
-			return
-		case word == "hold":
-			if !wait() {
-				return
-			}
-		}
-		if ec.StoredTask == nil {
-			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-				return
-			}
-		}
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
-			return
-		}
-		if word == "block" && !wait() {
-			return
-		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo: "+text)), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+			return nil, nil
+		}}
+}
+
+// replyTo is the agent's Message reply to text.
+func replyTo(ec *a2asrv.ExecutorContext, text string) *a2a.Message {
+	reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("reply to "+text))
+	if trace, ok := ec.Message.Metadata["trace"].(map[string]any); ok {
+		// A reply with every kind of part, for the conversions between dialects: the
+		// trace back as metadata, as object data and as list data, and a file by
+		// bytes and by URL.
+		raw := a2a.NewRawPart([]byte("raw \x00 bytes"))
+		raw.Filename, raw.MediaType = "r.bin", "application/octet-stream"
+		reply.Metadata = map[string]any{"trace": trace}
+		reply.Parts = append(reply.Parts, a2a.NewDataPart(trace), a2a.NewDataPart(trace["tags"]), raw,
+			a2a.NewFileURLPart("https://example.com/f.pdf", "application/pdf"))
 	}
-}
-
-func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
-	}
-}
-
-// deletableStore is a2a-go's in-memory task store with deletion: a deleted task is
-// not found any more.
-type deletableStore struct {
-	taskstore.Store
-	mu      sync.Mutex
-	deleted map[a2a.TaskID]bool
-}
-
-func (s *deletableStore) delete(id a2a.TaskID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deleted[id] = true
-}
-
-func (s *deletableStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
-	s.mu.Lock()
-	gone := s.deleted[id]
-	s.mu.Unlock()
-	if gone {
-		return nil, a2a.ErrTaskNotFound
-	}
-	return s.Store.Get(ctx, id)
+	return reply
 }
 
 // harnessConfig configures a harness; the zero value runs a memstore index.
@@ -188,8 +106,8 @@ type harnessConfig struct {
 
 type harness struct {
 	t      *testing.T
-	agent  *agent
-	store  *deletableStore
+	agent  *testkit.Agent
+	store  *testkit.HidingStore
 	index  idempotency.KeyIndex
 	inner  http.Handler // what the middleware wraps
 	srv    *httptest.Server
@@ -206,7 +124,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
-	h.store = &deletableStore{Store: taskstore.NewInMemory(nil), deleted: make(map[a2a.TaskID]bool)}
+	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
 	var exec a2asrv.AgentExecutor = h.agent
 	if cfg.adapter {
 		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
@@ -296,9 +214,9 @@ func (h *harness) secondServer(opts middleware.Options) string {
 // releaseAgents lets every blocked agent go on.
 func (h *harness) releaseAgents() {
 	select {
-	case <-h.agent.gate:
+	case <-h.agent.Hold:
 	default:
-		close(h.agent.gate)
+		close(h.agent.Hold)
 	}
 }
 

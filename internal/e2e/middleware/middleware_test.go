@@ -56,7 +56,7 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 					t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
 				}
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
@@ -111,7 +111,7 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 					t.Fatalf("historyLength %v: %d history messages, want %d", deref(tc.historyLength), len(task.History), tc.history)
 				}
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -145,7 +145,7 @@ func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
 					t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
 				}
 			}
-			if a, b := h.agent.runsOf(holder.ID), h.agent.runsOf(other.ID); a != 1 || b != 0 {
+			if a, b := h.agent.RunsOf(holder.ID), h.agent.RunsOf(other.ID); a != 1 || b != 0 {
 				t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
@@ -180,7 +180,7 @@ func TestMalformedKeysAreRefused(t *testing.T) {
 				if !strings.Contains(err.Error(), tc.want.Error()) {
 					t.Fatalf("%s: error %q, want %q", tc.name, err, tc.want)
 				}
-				if n := h.agent.runsOf(msg.ID); n != 0 {
+				if n := h.agent.RunsOf(msg.ID); n != 0 {
 					t.Fatalf("%s: agent ran %d times", tc.name, n)
 				}
 			}
@@ -218,7 +218,7 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 					t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
 				}
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -239,7 +239,7 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 			if err != nil || taskOf(evs[0]) == "" || finalState(evs) != a2a.TaskStateCompleted {
 				t.Fatalf("identical retry: %v, %v; want a completed task", evs, err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 2 {
+			if n := h.agent.RunsOf(msg.ID); n != 2 {
 				t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
 			}
 			h.expectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
@@ -265,13 +265,13 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 			// Once the execution has ended (a2a-go serves a subscription from a
 			// running execution, not from the store), delete the task.
 			waitInactive(t, c, taskOf(first[0]))
-			h.store.delete(taskOf(first[0]))
+			h.store.Delete(taskOf(first[0]))
 			time.Sleep(lease)
 			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -296,7 +296,7 @@ func TestSameKeyInTwoTenantsMakesTwoTasks(t *testing.T) {
 			if ids[0] == ids[1] || ids[0] != ids[2] {
 				t.Fatalf("tasks %v: want two tasks, the first replayed for its tenant", ids)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 2 {
+			if n := h.agent.RunsOf(msg.ID); n != 2 {
 				t.Fatalf("agent ran %d times, want 2", n)
 			}
 			scopes := map[string]bool{}
@@ -366,12 +366,12 @@ func TestReplayThroughTaskReader(t *testing.T) {
 				}
 			}
 			waitInactive(t, c, id)
-			h.store.delete(id)
+			h.store.Delete(id)
 			time.Sleep(lease) // within the lease a missing task may not be stored yet
 			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -409,7 +409,7 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 						t.Fatalf("retry (streaming=%v): first event %#v, want completed task %s with its artifact and history", streaming, again[0], id)
 					}
 				}
-				if n := h.agent.runsOf(msg.ID); n != 1 {
+				if n := h.agent.RunsOf(msg.ID); n != 1 {
 					t.Fatalf("agent ran %d times, want 1", n)
 				}
 
@@ -434,7 +434,7 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 						t.Fatalf("retry of the reply (streaming=%v): %s, want %s", streaming, gj, rj)
 					}
 				}
-				if n := h.agent.runsOf(ask.ID); n != 1 {
+				if n := h.agent.RunsOf(ask.ID); n != 1 {
 					t.Fatalf("agent ran %d times for the reply, want 1", n)
 				}
 			})

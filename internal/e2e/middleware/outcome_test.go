@@ -234,8 +234,8 @@ var outcomeCases = []outcomeCase{
 			msg := keyedMessage(t, idempotency.NewKey(), "fail first")
 			err := echoSend(context.Background(), h, m, msg)
 			// Released: the retry runs the send again.
-			if err := echoSend(context.Background(), h, m, msg); err != nil || h.agent.runsOf(msg.ID) != 2 {
-				t.Errorf("retry after the release: %v, %d runs; want a second run", err, h.agent.runsOf(msg.ID))
+			if err := echoSend(context.Background(), h, m, msg); err != nil || h.agent.RunsOf(msg.ID) != 2 {
+				t.Errorf("retry after the release: %v, %d runs; want a second run", err, h.agent.RunsOf(msg.ID))
 			}
 			return err
 		},
@@ -276,7 +276,7 @@ var outcomeCases = []outcomeCase{
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
 			msg := keyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.agent.started, "first attempt")
+			within(t, h.agent.Started, "first attempt")
 			mark()
 			return echoSend(context.Background(), h, m, msg) // the harness releases the agent at the end
 		},
@@ -322,7 +322,7 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "unavailable",
-		cfg:  func(c *harnessConfig) { c.index = failingIndex{} },
+		cfg:  func(c *harnessConfig) { c.index = failingIndex() },
 		run:  freshSend,
 		want: middleware.OutcomeUnavailable,
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
@@ -341,8 +341,8 @@ var outcomeCases = []outcomeCase{
 		want: middleware.OutcomeUnavailable,
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
 		event: func(t *testing.T, h *harness, e middleware.Event) {
-			if h.agent.total() != 0 || e.BoundBy != middleware.BoundByNone {
-				t.Errorf("event %+v, %d runs: want the agent not run and nothing bound", e, h.agent.total())
+			if h.agent.Runs() != 0 || e.BoundBy != middleware.BoundByNone {
+				t.Errorf("event %+v, %d runs: want the agent not run and nothing bound", e, h.agent.Runs())
 			}
 			// The adapter's log line names the send as the middleware's lines do.
 			var adapterLine string
@@ -367,7 +367,7 @@ var outcomeCases = []outcomeCase{
 				t.Fatal(err)
 			}
 			waitInactive(t, h.client(m.dialect, "", ""), taskOf(first[0]))
-			h.store.delete(taskOf(first[0]))
+			h.store.Delete(taskOf(first[0]))
 			time.Sleep(time.Until(claimed.Add(20 * time.Millisecond))) // the claim is older than its lease
 			mark()
 			return echoSend(context.Background(), h, m, msg)
@@ -416,7 +416,7 @@ var outcomeCases = []outcomeCase{
 		// client got nothing.
 		name: "abandoned/forward",
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			err := cancelWhen(t, h, m, mark, h.agent.started, "hold")
+			err := cancelWhen(t, h, m, mark, h.agent.Started, "hold")
 			// The agent answers once the server has seen the client leave.
 			answers := h.served.answers()
 			within(t, answers[len(answers)-1].left, "the server seeing the client leave")
@@ -440,7 +440,7 @@ var outcomeCases = []outcomeCase{
 		run: func(t *testing.T, h *harness, m mode, mark func()) error {
 			msg := keyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.agent.started, "first attempt")
+			within(t, h.agent.Started, "first attempt")
 			return cancelWhenMsg(t, h, m, mark, h.index.(*signalIndex).waiting, msg)
 		},
 		want: middleware.OutcomeAbandoned,

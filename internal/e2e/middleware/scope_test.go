@@ -41,7 +41,7 @@ func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		scope func(*http.Request, string) (string, error)
-		runs  int
+		runs  int64
 	}{
 		{"TenantPathScope", middleware.TenantPathScope("/t"), 2},
 		{"DefaultScope", nil, 1},
@@ -62,7 +62,7 @@ func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
 					t.Fatalf("tenant %s: %d %s", tenant, resp.StatusCode, got)
 				}
 			}
-			if n := h.agent.runsOf(id); n != c.runs {
+			if n := h.agent.RunsOf(id); n != c.runs {
 				t.Fatalf("agent ran %d times, want %d", n, c.runs)
 			}
 		})

@@ -117,7 +117,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			}
 			for range first {
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -170,7 +170,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 				}
 				firstDone <- streamItem{ev, err}
 			}()
-			within(t, h.agent.started, "agent start") // claimed, forwarded, and the agent holds
+			within(t, h.agent.Started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
 			short := h.client(m.dialect, "", h.secondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
@@ -206,7 +206,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			if first.err != nil || retry.err != nil || taskOf(first.ev) == "" || taskOf(first.ev) != taskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight, middleware.OutcomeReplayed)
@@ -256,11 +256,11 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 						t.Fatalf("key %d: answers name tasks %s and %s", k, id, taskOf(r.ev))
 					}
 				}
-				if n := h.agent.runsOf(msg.ID); n != 1 {
+				if n := h.agent.RunsOf(msg.ID); n != 1 {
 					t.Fatalf("key %d: agent ran %d times, want 1", k, n)
 				}
 			}
-			if n := h.agent.total(); n != keys {
+			if n := h.agent.Runs(); n != int64(keys) {
 				t.Fatalf("agent ran %d times for %d keys", n, keys)
 			}
 			t.Logf("%d keys × %d concurrent sends: %v", keys, concurrent, time.Since(start))
@@ -284,7 +284,7 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 				_, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
 				done <- err
 			}()
-			within(t, h.agent.started, "agent start")
+			within(t, h.agent.Started, "agent start")
 			cancel()
 			if err := within(t, done, "cancelled send"); err == nil {
 				t.Fatal("cancelled send succeeded")
@@ -307,7 +307,7 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 			if err != nil || len(evs) == 0 || taskOf(evs[0]) == "" {
 				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -402,7 +402,7 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	}
 	for range first {
 	}
-	if n := h.agent.runsOf(msg.ID); n != 1 {
+	if n := h.agent.RunsOf(msg.ID); n != 1 {
 		t.Fatalf("agent ran %d times, want 1", n)
 	}
 }

@@ -60,9 +60,9 @@ func TestV1RESTUnderV1Prefix(t *testing.T) {
 				t.Fatal(err)
 			}
 			task := retry.(*a2a.Task)
-			if task.ID != first.(*a2a.Task).ID || len(task.History) != 0 || h.agent.runsOf(msg.ID) != 1 {
+			if task.ID != first.(*a2a.Task).ID || len(task.History) != 0 || h.agent.RunsOf(msg.ID) != 1 {
 				t.Fatalf("retry: task %s with %d history messages, agent ran %d times; want task %s, no history, one run",
-					task.ID, len(task.History), h.agent.runsOf(msg.ID), first.(*a2a.Task).ID)
+					task.ID, len(task.History), h.agent.RunsOf(msg.ID), first.(*a2a.Task).ID)
 			}
 			if e := h.lastEvent(); e.Version != "1.0" || e.Scope != tc.tenant {
 				t.Fatalf("last event %+v: want version 1.0, scope %q", e, tc.tenant)
@@ -75,7 +75,7 @@ func TestV1RESTUnderV1Prefix(t *testing.T) {
 				t.Fatal(err)
 			}
 			again, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
-			if err != nil || jsonOf(t, again) != jsonOf(t, reply) || h.agent.runsOf(ask.ID) != 1 {
+			if err != nil || jsonOf(t, again) != jsonOf(t, reply) || h.agent.RunsOf(ask.ID) != 1 {
 				t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
 			}
 		})
@@ -267,7 +267,7 @@ func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 			if strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "unmarshal") {
 				t.Fatalf("retry: %v: the answer carries the codec's internal error text", err)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 1 {
+			if n := h.agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})

@@ -17,6 +17,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -126,28 +128,17 @@ func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
 	}
 }
 
-// failingIndex fails every call.
-type failingIndex struct{}
-
-var errIndexDown = errors.New("index down")
-
-func (failingIndex) Claim(context.Context, string, string, string, time.Duration) (idempotency.Claim, error) {
-	return idempotency.Claim{}, errIndexDown
-}
-func (failingIndex) Bind(context.Context, string, string, idempotency.Token, idempotency.Binding) error {
-	return errIndexDown
-}
-func (failingIndex) Release(context.Context, string, string, idempotency.Token) error {
-	return errIndexDown
-}
-func (failingIndex) Lookup(context.Context, string, string) (idempotency.Record, bool, error) {
-	return idempotency.Record{}, false, errIndexDown
+// failingIndex returns an index that fails every call.
+func failingIndex() idempotency.KeyIndex {
+	ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
+	ix.SetFailAll(true)
+	return ix
 }
 
 func TestIndexFailureFailsClosed(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{index: failingIndex{}})
+			h := newHarness(t, harnessConfig{index: failingIndex()})
 			c := h.client(m.dialect, "", "")
 			ctx := context.Background()
 			msg := keyedMessage(t, idempotency.NewKey(), "echo must not run")
@@ -199,7 +190,7 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 			if hasData := len(data.Data) > 0; m.binding == "JSONRPC" && hasData != (m.version == "1.0") {
 				t.Fatalf("body %q: data present %v in version %s", body, hasData, m.version)
 			}
-			if n := h.agent.runsOf(msg.ID); n != 0 {
+			if n := h.agent.RunsOf(msg.ID); n != 0 {
 				t.Fatalf("agent ran %d times", n)
 			}
 			unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
@@ -229,7 +220,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 		cfg  harnessConfig
 	}{
 		{"nil index", harnessConfig{noIndex: true}},
-		{"not honouring", harnessConfig{index: honouring{KeyIndex: failingIndex{}, ok: false}}},
+		{"not honouring", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
 	} {
 		for _, m := range modes {
 			t.Run(cfg.name+"/"+m.String(), func(t *testing.T) {
@@ -244,7 +235,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 				if x := h.wire.last(); m.binding == "HTTP+JSON" && (x.status != 400 || !strings.Contains(string(x.respBody.Bytes()), `"UNIMPLEMENTED"`)) {
 					t.Fatalf("answer %d %s, want 400 UNIMPLEMENTED", x.status, x.respBody.Bytes())
 				}
-				if n := h.agent.runsOf(msg.ID); n != 0 {
+				if n := h.agent.RunsOf(msg.ID); n != 0 {
 					t.Fatalf("agent ran %d times", n)
 				}
 				unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
@@ -287,7 +278,7 @@ func TestOversizeBodyGets413(t *testing.T) {
 			t.Fatalf("%s (chunked=%v): %d %q", tc.path, tc.chunked, resp.StatusCode, got)
 		}
 	}
-	if n := h.agent.total(); n != 0 {
+	if n := h.agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 	// Small bodies still pass.
@@ -380,7 +371,7 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 
 // Keys never reach logs in full above debug level.
 func TestLogsRedactKeys(t *testing.T) {
-	h := newHarness(t, harnessConfig{index: failingIndex{}})
+	h := newHarness(t, harnessConfig{index: failingIndex()})
 	key := idempotency.NewKey()
 	for _, m := range modes {
 		send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo")})
@@ -422,7 +413,7 @@ func TestScopeErrorRefuses(t *testing.T) {
 			t.Fatalf("%s: %v", m, err)
 		}
 	}
-	if n := h.agent.total(); n != 0 {
+	if n := h.agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 }

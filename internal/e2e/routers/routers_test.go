@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/internal/e2e/echoagent"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -70,13 +69,13 @@ var errScope = errors.New("the scope of this caller cannot be told")
 // server is a2a-go with the adapter, on one router, behind the kit over index.
 type server struct {
 	url   string
-	agent *echoagent.Agent
-	store *hidingStore
+	agent *testkit.Agent
+	store *testkit.HidingStore
 }
 
 func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	t.Helper()
-	s := &server{agent: &echoagent.Agent{}, store: &hidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+	s := &server{agent: &testkit.Agent{WaitWord: true, ReplyPrefix: "reply"}, store: &testkit.HidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: a2asrv.NewTaskStoreAuthenticator()})}}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}), a2asrv.WithTaskStore(s.store),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(s.store, adapter.Options{})))
@@ -98,41 +97,11 @@ func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	return s
 }
 
-// hidingStore is a task store whose tasks can be deleted: a deleted task is not found.
-type hidingStore struct {
-	taskstore.Store
-	deleted sync.Map
-}
-
-func (s *hidingStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
-	if _, ok := s.deleted.Load(id); ok {
-		return nil, a2a.ErrTaskNotFound
-	}
-	return s.Store.Get(ctx, id)
-}
-
-func (s *hidingStore) delete(id string) { s.deleted.Store(a2a.TaskID(id), true) }
-
-// faultyIndex fails the calls it is told to.
-type faultyIndex struct {
-	idempotency.KeyIndex
-	claim, bind bool
-}
-
-var errFault = errors.New("injected index fault")
-
-func (f faultyIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if f.claim {
-		return idempotency.Claim{}, errFault
-	}
-	return f.KeyIndex.Claim(ctx, scope, key, messageID, lease)
-}
-
-func (f faultyIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if f.bind {
-		return errFault
-	}
-	return f.KeyIndex.Bind(ctx, scope, key, token, b)
+// failing returns the test kit's faulty index over ix, failing every call of op.
+func failing(ix idempotency.KeyIndex, op testkit.Op) *testkit.FaultyIndex {
+	f := testkit.NewFaultyIndex(ix)
+	f.SetFail(op, true)
+	return f
 }
 
 // env is one cell of the matrix: a router, a binding and unary or streaming.
@@ -280,7 +249,7 @@ var rows = []struct {
 	{"retry after the task was deleted", func(e *env) {
 		m := e.msg("hi")
 		first := e.run(m)[0]
-		e.srv.store.delete(first.TaskID)
+		e.srv.store.Delete(a2a.TaskID(first.TaskID))
 		time.Sleep(lease + 100*time.Millisecond)
 		status := e.errStatus(http.StatusNotFound)
 		e.wantError(e.send(e.srv.url, m), status, -32001, "NOT_FOUND", "")
@@ -355,8 +324,8 @@ func TestWhatClientsSee(t *testing.T) {
 				return &env{
 					srv:       startServer(t, rt, mem),
 					noIndex:   startServer(t, rt, nil),
-					failClaim: startServer(t, rt, faultyIndex{KeyIndex: mem, claim: true}),
-					failBind:  startServer(t, rt, faultyIndex{KeyIndex: memstore.New(memstore.Options{}), bind: true}),
+					failClaim: startServer(t, rt, failing(mem, testkit.OpClaim)),
+					failBind:  startServer(t, rt, failing(memstore.New(memstore.Options{}), testkit.OpBind)),
 				}
 			}()
 			for _, b := range st.Bindings {

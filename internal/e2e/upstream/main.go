@@ -7,8 +7,9 @@
 // -no-streaming, though a2a-go serves streams either way), and the number of runs the
 // agent started at GET /runs, as a decimal number, and at GET /debug/vars as
 // {"agent_runs": n}, the shape a2aload reads. When it listens it prints one
-// line, "listening http://127.0.0.1:port", to stdout. The agent is echoagent's,
-// waiting -delay unless a message says otherwise.
+// line, "listening http://127.0.0.1:port", to stdout. The agent is the test kit's,
+// working -delay unless a message says otherwise ("wait 2s hi"); a text that begins
+// with "reply" is answered with a Message.
 //
 //	go run ./upstream -addr 127.0.0.1:8080 -delay 3s
 package main
@@ -28,7 +29,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/a2akit/idempotency/internal/e2e/echoagent"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func main() {
 		os.Exit(1)
 	}
 	base := "http://" + ln.Addr().String()
-	ag := &echoagent.Agent{Delay: *delay}
+	ag := &testkit.Agent{Delay: *delay, WaitWord: true, ReplyPrefix: "reply"}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	handler := a2asrv.NewHandler(ag, a2asrv.WithLogger(log))
 
