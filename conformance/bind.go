@@ -267,3 +267,60 @@ func checkRecordsNotAliased(e *env) error {
 	}
 	return nil
 }
+
+// rebindOutcome is what the contract says of binding b to a key bound to stored by
+// its owner: nil and the key unchanged when b is stored or a part of it (compared
+// byte for byte); nil and a reply added when stored is a task id alone and b names
+// that task id; otherwise ErrAlreadyBound and the key unchanged. It returns what the
+// key is bound to afterwards and the error to want.
+func rebindOutcome(stored, b idempotency.Binding) (idempotency.Binding, error) {
+	part := (b.TaskID == "" || b.TaskID == stored.TaskID) && (len(b.Reply) == 0 || bytes.Equal(b.Reply, stored.Reply))
+	switch {
+	case part:
+		return stored, nil
+	case stored.TaskID != "" && stored.Reply == nil && b.TaskID == stored.TaskID:
+		return idempotency.Binding{TaskID: stored.TaskID, Reply: b.Reply}, nil
+	}
+	return stored, idempotency.ErrAlreadyBound
+}
+
+// checkRebindEveryPart: every Binding offered by the owner to a key bound to a task,
+// a reply, or both, is judged part by part and byte for byte against what is bound:
+// the task id and the reply, each alone and together, the same, another, and a reply
+// of the same length that differs in one byte. Only what is bound (or a part of it)
+// passes unchanged, and only a task id alone gains a reply; anything else gets
+// ErrAlreadyBound and changes nothing.
+func checkRebindEveryPart(e *env) error {
+	near := bytes.Clone(replyA) // replyA but for one byte
+	near[len(near)-3] ^= 0x01
+	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
+	stored := []idempotency.Binding{boundA, repliedA, both}
+	offers := []idempotency.Binding{
+		boundA, boundB, repliedA, repliedB, {Reply: near}, both,
+		{TaskID: taskA, Reply: replyB}, {TaskID: taskA, Reply: near}, {TaskID: taskB, Reply: replyA},
+	}
+	for _, s := range stored {
+		for _, b := range offers {
+			key := e.key()
+			tok, err := e.ownBound("", key, msgA, s)
+			if err != nil {
+				return err
+			}
+			after, want := rebindOutcome(s, b)
+			err = e.ix.Bind(e.ctx, "", key, tok, b)
+			what := fmt.Sprintf("Bind(%s, owner's token, %s) of a key bound to %s", where("", key), describeBinding(b), describeBinding(s))
+			switch {
+			case want == nil && err != nil:
+				return fmt.Errorf("%s = %w; want nil", what, err)
+			case want != nil:
+				if err := wantErr(what, err, want); err != nil {
+					return err
+				}
+			}
+			if _, err := e.wantHeld("", key, msgA, after); err != nil {
+				return fmt.Errorf("after %s: %w", what, err)
+			}
+		}
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +79,31 @@ const (
 	bugSweepReportsBatchSize        bug = "SweepReportsBatchSize"        // counts batches times size
 	bugSweepsAbandonedYoung         bug = "SweepsAbandonedYoung"         // any abandoned claim is garbage
 	bugSweepSnapshot                bug = "SweepSnapshot"                // SELECT, then DELETE by key
+
+	bugStaleTokenAfterLease  bug = "StaleTokenAfterLease"  // Bind: token = ? OR lease ended
+	bugTakeoverTokenFromOld  bug = "TakeoverTokenFromOld"  // the old token plus one
+	bugZeroTokenAfterLookup  bug = "ZeroTokenAfterLookup"  // not held answered before the token is judged
+	bugReplyRebindUnchecked  bug = "ReplyRebindUnchecked"  // a reply alone beside a task: "the same"
+	bugReportsNoDefaultLimit bug = "ReportsNoDefaultLimit" // a default bound reported as none
+	bugPhantomPlaces         bug = "PhantomPlaces"         // an expired key's place kept on its new claim
+	bugSweepCtxOnce          bug = "SweepCtxOnce"          // ctx checked before the first batch only
+	bugSweepCollectsFirst    bug = "SweepCollectsFirst"    // every id SELECTed first, then DELETE by id
+
+	bugExtendIgnoresToken    bug = "ExtendIgnoresToken"    // UPDATE without the token
+	bugExtendsBound          bug = "ExtendsBound"          // UPDATE without "pending"
+	bugExtendIgnoresTTL      bug = "ExtendIgnoresTTL"      // UPDATE without the TTL
+	bugExtendRevivesReleased bug = "ExtendRevivesReleased" // soft delete, and Extend clears it
+	bugExtendAfterLeaseEnd   bug = "ExtendAfterLeaseEnd"   // UPDATE without "lease running"
+	bugExtendEndExclusive    bug = "ExtendEndExclusive"    // lease ended when now > lease end
+	bugExtendFromClaim       bug = "ExtendFromClaim"       // lease end = claimed_at + lease
+	bugExtendAddsToEnd       bug = "ExtendAddsToEnd"       // lease end += lease
+	bugExtendNeverShortens   bug = "ExtendNeverShortens"   // lease end = max(lease end, now + lease)
+	bugExtendWholeSeconds    bug = "ExtendWholeSeconds"    // EXPIRE in whole seconds
+	bugExtendRefreshesClaim  bug = "ExtendRefreshesClaim"  // claimed_at = now too
+	bugExtendCountsAgain     bug = "ExtendCountsAgain"     // the scope's count bumped on Extend
+	bugExtendNonAtomic       bug = "ExtendNonAtomic"       // SELECT, judge, UPDATE by key
+	bugExtendCtxAfterWrite   bug = "ExtendCtxAfterWrite"   // ctx checked after the UPDATE
+	bugExtendLeaseUnchecked  bug = "ExtendLeaseUnchecked"  // a lease <= 0 taken
 )
 
 // Slips of the layer in front of the storage, made by front around either index.
@@ -96,6 +122,8 @@ const (
 	bugSlotKeyed          bug = "SlotKeyed"          // keyed by the cluster hash slot
 	bugCompactsReply      bug = "CompactsReply"      // a JSON column re-encodes
 	bugCapsReply          bug = "CapsReply"          // a 64 KiB column
+	bugHashKeyed          bug = "HashKeyed"          // keyed by FNV-1a (32-bit) of scope and key
+	bugCachesBound        bug = "CachesBound"        // each handle keeps the bound records it read
 )
 
 // takeoverLease returns the lease end and length of a takeover at now with lease, of
@@ -110,17 +138,105 @@ func (b bug) takeoverLease(now, claimedAt time.Time, leaseLen, lease time.Durati
 	return now.Add(lease), lease
 }
 
+// zeroTokenLater is what Bind judges in place of the zero token before it looks the
+// key up: 1 (any token) when the bug judges it later, else 0.
+func (b bug) zeroTokenLater() idempotency.Token {
+	if b == bugZeroTokenAfterLookup {
+		return 1
+	}
+	return 0
+}
+
+// extendLease is the lease an Extend with lease writes.
+func (b bug) extendLease(lease time.Duration) time.Duration {
+	if b == bugExtendWholeSeconds {
+		return lease.Truncate(time.Second)
+	}
+	return lease
+}
+
+// extendLeaseEnded reports whether Extend at now finds the lease ending at end over.
+func (b bug) extendLeaseEnded(end, now time.Time) bool {
+	switch b {
+	case bugExtendAfterLeaseEnd:
+		return false
+	case bugExtendEndExclusive:
+		return now.After(end)
+	}
+	return !now.Before(end)
+}
+
+// extendedLease returns the lease end an Extend at now with lease writes, for a claim
+// made at claimedAt whose lease ends at end.
+func (b bug) extendedLease(now, claimedAt, end time.Time, lease time.Duration) time.Time {
+	switch b {
+	case bugExtendFromClaim:
+		return claimedAt.Add(lease)
+	case bugExtendAddsToEnd:
+		return end.Add(lease)
+	case bugExtendNeverShortens:
+		if end.After(now.Add(lease)) {
+			return end
+		}
+	}
+	return now.Add(lease)
+}
+
 var frontBugs = map[bug]bool{
 	bugIgnoresContext: true, bugCtxErrNotWrapped: true, bugLenientInput: true, bugJoinsScopeAndKey: true,
 	bugJoinsKeyFirst: true, bugScopeIgnored: true, bugNormalizesScope: true, bugSanitizesScope: true,
 	bugTruncatesKeys: true, bugFoldsKeyCase: true, bugTruncatesMessageID: true, bugSlotKeyed: true,
-	bugCompactsReply: true, bugCapsReply: true,
+	bugCompactsReply: true, bugCapsReply: true, bugHashKeyed: true, bugCachesBound: true,
 }
 
 // front is the layer between an index's methods and its storage, with one slip.
 type front struct {
-	ix  idempotency.KeyIndex
-	bug bug
+	ix    idempotency.KeyIndex
+	bug   bug
+	cache *recordCache // with bugCachesBound: this handle's
+}
+
+// recordCache is what one handle remembers of the bound keys it read.
+type recordCache struct {
+	mu   sync.Mutex
+	recs map[[2]string]idempotency.Record
+}
+
+func newFront(ix idempotency.KeyIndex, b bug) front {
+	f := front{ix: ix, bug: b}
+	if b == bugCachesBound {
+		f.cache = &recordCache{recs: make(map[[2]string]idempotency.Record)}
+	}
+	return f
+}
+
+// cached returns the record this handle remembers of (scope, key).
+func (f front) cached(scope, key string) (idempotency.Record, bool) {
+	if f.cache == nil {
+		return idempotency.Record{}, false
+	}
+	f.cache.mu.Lock()
+	defer f.cache.mu.Unlock()
+	r, ok := f.cache.recs[[2]string{scope, key}]
+	r.Reply = bytes.Clone(r.Reply)
+	return r, ok
+}
+
+// remember keeps r, when it is bound, as what (scope, key) holds; a nil r forgets it.
+func (f front) remember(scope, key string, r *idempotency.Record) {
+	if f.cache == nil {
+		return
+	}
+	f.cache.mu.Lock()
+	defer f.cache.mu.Unlock()
+	switch {
+	case r == nil:
+		delete(f.cache.recs, [2]string{scope, key})
+	case !r.Pending():
+		c := *r
+		c.Reply = bytes.Clone(r.Reply)
+		f.cache.recs[[2]string{scope, key}] = c
+	}
 }
 
 func (f front) id(scope, key string) (string, string) {
@@ -152,6 +268,11 @@ func (f front) id(scope, key string) (string, string) {
 			return scope, key
 		}
 		return "", fmt.Sprintf("slot-%05d-padding", crc32.ChecksumIEEE([]byte(scope+"\x00"+key))%16384)
+	case bugHashKeyed:
+		if idempotency.ValidateKey(key) != nil {
+			return scope, key
+		}
+		return "", fmt.Sprintf("fnv1a-%08x-key", fnv1a32([]byte(scope+"\x00"+key)))
 	case bugLenientInput:
 		if idempotency.ValidateKey(key) == nil {
 			return scope, key
@@ -186,7 +307,16 @@ func (f front) Claim(ctx context.Context, scope, key, messageID string, lease ti
 		messageID = "anonymous"
 	}
 	s, k := f.id(scope, key)
+	if r, ok := f.cached(s, k); ok && ctx.Err() == nil {
+		if r.MessageID != messageID {
+			return idempotency.Claim{Status: idempotency.HeldByOtherMessage}, nil
+		}
+		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: r}, nil
+	}
 	c, err := f.ix.Claim(f.ctx(ctx), s, k, messageID, lease)
+	if err == nil && c.Status == idempotency.HeldBySameMessage {
+		f.remember(s, k, &c.Record)
+	}
 	return c, f.err(ctx, err)
 }
 
@@ -205,6 +335,7 @@ func (f front) Bind(ctx context.Context, scope, key string, token idempotency.To
 		b.Reply = b.Reply[:min(len(b.Reply), 65535)]
 	}
 	s, k := f.id(scope, key)
+	f.remember(s, k, nil)
 	return f.err(ctx, f.ix.Bind(f.ctx(ctx), s, k, token, b))
 }
 
@@ -223,7 +354,13 @@ func (f front) Extend(ctx context.Context, scope, key string, token idempotency.
 
 func (f front) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
 	s, k := f.id(scope, key)
+	if r, ok := f.cached(s, k); ok && ctx.Err() == nil {
+		return r, true, nil
+	}
 	r, ok, err := f.ix.Lookup(f.ctx(ctx), s, k)
+	if err == nil && ok {
+		f.remember(s, k, &r)
+	}
 	return r, ok, f.err(ctx, err)
 }
 
@@ -330,8 +467,35 @@ var mutants = []mutant{
 	{bugFoldsKeyCase, "Identity", []string{"KeyCase"}, nil},
 	{bugTruncatesMessageID, "Identity", []string{"MessageIDIdentity"}, nil},
 	{bugSlotKeyed, "Identity", []string{"ManyKeys"}, nil},
+	{bugStaleTokenAfterLease, "Bind-Owner", []string{"StaleTokensAfterLeaseEnd"}, nil},
+	{bugTakeoverTokenFromOld, "Token-Unique", []string{"TakeoverTokensUnique"}, nil},
+	{bugZeroTokenAfterLookup, "Invalid", []string{"InvalidToken"}, nil},
+	{bugReplyRebindUnchecked, "Bind-Change", []string{"RebindEveryPart"}, nil},
+	{bugReportsNoDefaultLimit, "Capacity", []string{"CapacityFull"}, nil},
+	{bugPhantomPlaces, "Full", []string{"CapacityReclaimExpired"}, nil},
+	{bugSweepCtxOnce, "Sweep-Report", []string{"SweepCancelledBetweenBatches"}, nil},
+	{bugSweepCollectsFirst, "Sweep-Age", []string{"SweepRacingClaims"}, nil},
+
+	{bugExtendIgnoresToken, "Extend-Owner", []string{"ExtendOnlyOwner", "ExtendFencedOut"}, nil},
+	{bugExtendsBound, "Extend-Pending", []string{"ExtendOnlyPending", "ExtendFencedOut"}, nil},
+	{bugExtendIgnoresTTL, "Extend-Pending", []string{"ExtendOnlyPending"}, nil},
+	{bugExtendRevivesReleased, "Extend-Fenced", []string{"ExtendFencedOut"}, nil},
+	{bugExtendAfterLeaseEnd, "Extend-Pending", []string{"ExtendAfterLeaseEnd", "ExtendBoundary"}, nil},
+	{bugExtendEndExclusive, "Extend-Pending", []string{"ExtendBoundary"}, nil},
+	{bugExtendFromClaim, "Extend-Now", []string{"ExtendFromNow"}, nil},
+	{bugExtendAddsToEnd, "Extend-Now", []string{"ExtendFromNow"}, nil},
+	{bugExtendNeverShortens, "Extend-Now", []string{"ExtendFromNow"}, nil},
+	{bugExtendWholeSeconds, "Extend-Now", []string{"ExtendBoundary"}, nil},
+	{bugExtendRefreshesClaim, "Extend-Else", []string{"ExtendKeepsClaim"}, nil},
+	{bugExtendCountsAgain, "Extend-Else", []string{"ExtendKeepsClaim"}, nil},
+	{bugExtendNonAtomic, "Extend-Race", []string{"ExtendRacingTakeover"}, nil},
+	{bugExtendCtxAfterWrite, "Context", []string{"CancelledExtend"}, nil},
+	{bugExtendLeaseUnchecked, "Invalid", []string{"InvalidLease"}, nil},
+
 	{bugCompactsReply, "Verbatim", []string{"ReplyVerbatim"}, nil},
 	{bugCapsReply, "Verbatim", []string{"ReplyVerbatim"}, nil},
+	{bugHashKeyed, "Identity", []string{"HashCollisions"}, nil},
+	{bugCachesBound, "Handles", []string{"HandlesSeeEachOther"}, nil},
 }
 
 // designs are the two bodies every mutant is written on.
@@ -345,6 +509,10 @@ func (m mutant) harness(design string) func(t *testing.T) Harness {
 		// Every key lands in one scope: with the usual bound, a Claim would fail with
 		// ErrFull before two keys share a slot.
 		cfg.limit = 10 * manyKeys
+	}
+	if m.bug == bugReportsNoDefaultLimit {
+		// A default bound larger than the thousand keys every index must take.
+		cfg.limit = 20 * unboundedProbe
 	}
 	if design == "Map" && m.mapped != nil {
 		cfg.bug, cfg.wrap = "", m.mapped

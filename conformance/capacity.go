@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -152,21 +153,54 @@ func (e *env) fill(c idempotency.CapacityReporter, scope string) ([]string, []id
 // errUnbounded is fill's error when the index reports no bound (Limit 0).
 var errUnbounded = errors.New("the index reports no bound on keys per scope (Capacity.Limit is 0)")
 
-// unboundedProbe is how many keys CapacityFull claims in one scope of an index that
-// reports no bound, wanting no ErrFull.
-const unboundedProbe = 1000
+// An index that reports no bound must take unboundedProbe keys in one scope, and as
+// many more, up to unboundedDeep, as it takes within unboundedTime: a fast index is
+// probed past the default bounds an index might enforce without saying so.
+const (
+	unboundedProbe = 1000
+	unboundedDeep  = 1 << 17
+	unboundedTime  = time.Second
+)
 
-// probeUnbounded claims unboundedProbe keys in one scope of an index that reports no
-// bound, and wants every one Claimed: a reported Limit of 0 is a promise.
+// probeUnbounded claims keys in one scope of an index that reports no bound, and
+// wants every one Claimed: a reported Limit of 0 is a promise.
 func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
 	scope := e.scope()
-	for i := range unboundedProbe {
+	var claimed atomic.Int64
+	refused := func(err error) error {
+		return fmt.Errorf("claim %d in one scope of an index whose Capacity reports no bound (Limit 0): %w; "+
+			"report the bound the index enforces", claimed.Load()+1, err)
+	}
+	for range unboundedProbe {
 		if _, err := e.own(scope, e.key(), msgA, longLease); err != nil {
-			return fmt.Errorf("claim %d in one scope of an index whose Capacity reports no bound (Limit 0): %w; "+
-				"report the bound the index enforces", i+1, err)
+			return refused(err)
+		}
+		claimed.Add(1)
+	}
+	deadline := time.Now().Add(unboundedTime)
+	const workers = 8
+	out, err := e.together(workers, func(int) (idempotency.Claim, error) {
+		for time.Now().Before(deadline) && claimed.Load() < unboundedDeep {
+			c, err := e.ix.Claim(e.ctx, scope, e.key(), msgA, longLease)
+			if err != nil {
+				return c, refused(err)
+			}
+			if c.Status != idempotency.Claimed {
+				return c, fmt.Errorf("Claim of a fresh key = %s; want claimed", describe(c))
+			}
+			claimed.Add(1)
+		}
+		return idempotency.Claim{}, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, o := range out {
+		if o.err != nil {
+			return o.err
 		}
 	}
-	_, err := e.wantHeldCount(c, scope, unboundedProbe)
+	_, err = e.wantHeldCount(c, scope, int(claimed.Load()))
 	return err
 }
 
@@ -338,4 +372,49 @@ func checkCapacityConcurrent(e *env) error {
 	}
 	_, err = e.wantHeldCount(c, scope, capa.Limit)
 	return err
+}
+
+// checkCapacityReclaimExpired: a key claimed afresh once its TTL passed takes back the
+// place it held: when every key of a full scope expired and was claimed again, twice
+// over, the scope counts exactly its bound, a new key is refused, and a release makes
+// room for exactly one. An index that counts the new claim without giving back the
+// expired key's place fills the scope with phantoms.
+func checkCapacityReclaimExpired(e *env) error {
+	c, err := e.capacity()
+	if err != nil {
+		return err
+	}
+	scope := e.scope()
+	capa, err := e.bounded(c, scope)
+	if err != nil {
+		return err
+	}
+	keys, toks, err := e.fill(c, scope)
+	if err != nil {
+		return err
+	}
+	for round := range 2 {
+		e.since(time.Now()).to(e.h.TTL + e.ttlMargin())
+		for i, key := range keys {
+			if toks[i], err = e.own(scope, key, msgA, longLease); err != nil {
+				return fmt.Errorf("round %d: a key of a full scope claimed again past its TTL: %w", round+1, err)
+			}
+		}
+		if _, err := e.wantHeldCount(c, scope, capa.Limit); err != nil {
+			return fmt.Errorf("round %d: after all %d keys of a full scope expired and were claimed again: %w", round+1, capa.Limit, err)
+		}
+	}
+	got, err := e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
+	if err := wantErr(fmt.Sprintf("Claim of a new key in a scope full of keys claimed again (result %s)", describe(got)), err, idempotency.ErrFull); err != nil {
+		return err
+	}
+	if err := e.release(scope, keys[0], toks[0]); err != nil {
+		return err
+	}
+	if _, err := e.own(scope, e.key(), msgB, longLease); err != nil {
+		return fmt.Errorf("after a Release in a scope whose keys were all claimed again past their TTL (an expired key claimed again "+
+			"must give its place back): %w", err)
+	}
+	got, err = e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
+	return wantErr(fmt.Sprintf("a second new key after one Release (result %s)", describe(got)), err, idempotency.ErrFull)
 }

@@ -25,6 +25,8 @@ var checks = []check{
 	{"ReleaseNotHeld", 0, checkReleaseNotHeld},
 	{"ReleasedTokenRefused", 0, checkReleasedTokenRefused},
 	{"TokensUnique", 0, checkTokensUnique},
+	{"TakeoverTokensUnique", 0, checkTakeoverTokensUnique},
+	{"StaleTokensAfterLeaseEnd", 0, checkStaleTokensAfterLeaseEnd},
 
 	// Bind.
 	{"BindWrongToken", 0, checkBindWrongToken},
@@ -36,6 +38,7 @@ var checks = []check{
 	{"RecordsNotAliased", 0, checkRecordsNotAliased},
 	{"ReplyVerbatim", 0, checkReplyVerbatim},
 	{"EmptyReplyBesideTask", 0, checkEmptyReplyBesideTask},
+	{"RebindEveryPart", 0, checkRebindEveryPart},
 
 	// Leases.
 	{"LeaseHeldBeforeEnd", 0, checkLeaseHeldBeforeEnd},
@@ -47,6 +50,16 @@ var checks = []check{
 	{"TakeoverLease", 0, checkTakeoverLease},
 	{"LeaseBoundary", needClock, checkLeaseBoundary},
 	{"LeaseSubSecond", needClock, checkLeaseSubSecond},
+
+	// Lease extension.
+	{"ExtendOnlyOwner", 0, checkExtendOnlyOwner},
+	{"ExtendOnlyPending", 0, checkExtendOnlyPending},
+	{"ExtendFencedOut", 0, checkExtendFencedOut},
+	{"ExtendAfterLeaseEnd", 0, checkExtendAfterLeaseEnd},
+	{"ExtendFromNow", 0, checkExtendFromNow},
+	{"ExtendBoundary", needClock, checkExtendBoundary},
+	{"ExtendKeepsClaim", 0, checkExtendKeepsClaim},
+	{"ExtendRacingTakeover", 0, checkExtendRacingTakeover},
 
 	// Time to live.
 	{"TTLExpiresKey", needTTL, checkTTLExpiresKey},
@@ -67,6 +80,7 @@ var checks = []check{
 	{"BindRacingTakeover", 0, checkBindRacingTakeover},
 	{"ReleaseRacingTakeover", 0, checkReleaseRacingTakeover},
 	{"LookupsSeeWholeBindings", 0, checkLookupsSeeWholeBindings},
+	{"HandlesSeeEachOther", needHandles, checkHandlesSeeEachOther},
 
 	// Identity.
 	{"KeyLengths", 0, checkKeyLengths},
@@ -74,6 +88,7 @@ var checks = []check{
 	{"MessageIDIdentity", 0, checkMessageIDIdentity},
 	{"ScopeIdentity", 0, checkScopeIdentity},
 	{"ManyKeys", 0, checkManyKeys},
+	{"HashCollisions", 0, checkHashCollisions},
 
 	// Scopes and tasks.
 	{"ScopeIsolation", 0, checkScopeIsolation},
@@ -86,6 +101,7 @@ var checks = []check{
 	{"CancelledBind", 0, checkCancelledBind},
 	{"CancelledRelease", 0, checkCancelledRelease},
 	{"CancelledLookup", 0, checkCancelledLookup},
+	{"CancelledExtend", 0, checkCancelledExtend},
 
 	// Invalid input.
 	{"InvalidKey", 0, checkInvalidKey},
@@ -102,12 +118,14 @@ var checks = []check{
 	{"CapacityIgnoresExpired", needTTL, checkCapacityIgnoresExpired},
 	{"CapacityFullAbandoned", 0, checkCapacityFullAbandoned},
 	{"CapacityConcurrent", 0, checkCapacityConcurrent},
+	{"CapacityReclaimExpired", needTTL, checkCapacityReclaimExpired},
 	{"SweepDeletesOldKeys", 0, checkSweepDeletesOldKeys},
 	{"SweepKeepsPendingInLease", 0, checkSweepKeepsPendingInLease},
 	{"SweepPolicyAge", 0, checkSweepPolicyAge},
 	{"SweepBatches", 0, checkSweepBatches},
 	{"SweepCancelled", 0, checkSweepCancelled},
 	{"SweepCancelledMidway", 0, checkSweepCancelledMidway},
+	{"SweepCancelledBetweenBatches", 0, checkSweepCancelledBetweenBatches},
 	{"SweepKeepsYoungKeys", 0, checkSweepKeepsYoungKeys},
 	{"SweepRacingClaims", needTTL, checkSweepRacingClaims},
 }

@@ -244,6 +244,9 @@ func (x *refIndex) Claim(ctx context.Context, scope, key, messageID string, leas
 	e := &refEntry{messageID: messageID, token: x.tokenFor(old), claimedAt: claimedAt, leaseEnd: now.Add(lease),
 		leaseLen: lease, replyOnly: x.bug == bugReplyOnlyPending}
 	x.put(k, e)
+	if x.bug == bugPhantomPlaces && old != nil && !old.released {
+		x.held[scope]++ // the expired key's place not given back
+	}
 	return idempotency.Claim{Status: idempotency.Claimed, Token: e.token}, nil
 }
 
@@ -254,7 +257,11 @@ func (x *refIndex) takeover(ctx context.Context, e *refEntry, now time.Time, lea
 			return idempotency.Claim{}, err
 		}
 	}
+	old := e.token
 	e.token = x.tokenFor(e)
+	if x.bug == bugTakeoverTokenFromOld {
+		e.token = old + 1 // the next version of the row
+	}
 	e.leaseEnd, e.leaseLen = x.bug.takeoverLease(now, e.claimedAt, e.leaseLen, lease)
 	if x.bug == bugTakeoverBeforeCtx {
 		if err := ctx.Err(); err != nil {
@@ -319,7 +326,7 @@ func (x *refIndex) Bind(ctx context.Context, scope, key string, token idempotenc
 		return err
 	}
 	if x.bug != bugValidatesOnlyNewKeys {
-		if err := bindArgs(token, b); err != nil {
+		if err := bindArgs(max(token, x.bug.zeroTokenLater()), b); err != nil {
 			return err
 		}
 	}
@@ -327,7 +334,11 @@ func (x *refIndex) Bind(ctx context.Context, scope, key string, token idempotenc
 	defer x.mu.Unlock()
 	now := x.now()
 	e, ok := x.keys[refKey{scope, key}]
-	if !ok || e.released || (x.bug != bugBindIgnoresTTL && x.expired(e, now)) || e.token != token {
+	if x.bug == bugZeroTokenAfterLookup && ok && !e.released && token == 0 {
+		return invalid("zero token")
+	}
+	stale := x.bug == bugStaleTokenAfterLease && ok && e.pending() && x.leaseEnded(e, now) // "OR lease_expires_at <= now"
+	if !ok || e.released || (x.bug != bugBindIgnoresTTL && x.expired(e, now)) || (e.token != token && !stale) {
 		return fmt.Errorf("refindex: bind: %w", idempotency.ErrNotOwner)
 	}
 	if x.bug == bugValidatesOnlyNewKeys && e.pending() {
@@ -375,6 +386,8 @@ func (x *refIndex) judgeBind(e *refEntry, b idempotency.Binding) (write bool, er
 	switch {
 	case x.bug == bugBindOverwrites:
 		return true, nil
+	case x.bug == bugReplyRebindUnchecked && b.TaskID == "" && e.taskID != "" && e.reply != nil:
+		return false, nil // "the task is the same, so is the reply"
 	case same && !e.pending():
 		if x.bug == bugRebindFails {
 			return false, fmt.Errorf("refindex: bind: %w", idempotency.ErrAlreadyBound)
@@ -397,13 +410,16 @@ func (x *refIndex) Release(ctx context.Context, scope, key string, token idempot
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if token == 0 && x.bug != bugValidatesOnlyNewKeys {
+	if token == 0 && x.bug != bugValidatesOnlyNewKeys && x.bug != bugZeroTokenAfterLookup {
 		return invalid("zero token")
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	k := refKey{scope, key}
 	e, ok := x.live(k, x.now())
+	if ok && token == 0 && x.bug == bugZeroTokenAfterLookup {
+		return invalid("zero token")
+	}
 	switch {
 	case !ok:
 		if x.bug == bugReleaseNotHeldErr {
@@ -423,7 +439,7 @@ func (x *refIndex) Release(ctx context.Context, scope, key string, token idempot
 	switch x.bug {
 	case bugReleaseKeepsKey:
 		return nil
-	case bugReleaseTombstone:
+	case bugReleaseTombstone, bugExtendRevivesReleased:
 		e.released = true // a soft delete: the row stays, marked
 		return nil
 	case bugReleaseNonAtomic:
@@ -456,26 +472,57 @@ func (x *refIndex) Lookup(ctx context.Context, scope, key string) (idempotency.R
 }
 
 func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	if x.bug != bugExtendCtxAfterWrite {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	switch {
-	case token == 0:
+	case token == 0 && x.bug != bugZeroTokenAfterLookup:
 		return invalid("zero token")
-	case lease <= 0:
+	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
 		return invalid("lease %v is not positive", lease)
 	}
+	lease = x.bug.extendLease(lease)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	now := x.now()
-	e, ok := x.live(refKey{scope, key}, now)
-	if !ok || e.token != token || !e.pending() || x.leaseEnded(e, now) {
+	now, k := x.now(), refKey{scope, key}
+	r := x.keys[k] // before live drops it past its TTL
+	e, ok := x.live(k, now)
+	switch {
+	case r == nil:
+	case x.bug == bugExtendIgnoresTTL && !r.released, x.bug == bugExtendRevivesReleased && r.released:
+		e, ok = r, true
+	}
+	if ok && token == 0 {
+		return invalid("zero token")
+	}
+	if !ok || (e.token != token && x.bug != bugExtendIgnoresToken) || (!e.pending() && x.bug != bugExtendsBound) ||
+		x.bug.extendLeaseEnded(e.leaseEnd, now) {
 		return fmt.Errorf("refindex: extend: %w", idempotency.ErrNotOwner)
 	}
-	e.leaseEnd, e.leaseLen = now.Add(lease), lease
+	if x.bug == bugExtendNonAtomic {
+		x.mu.Unlock() // SELECT and judge, then UPDATE ... WHERE key = ?
+		time.Sleep(200 * time.Microsecond)
+		x.mu.Lock()
+		if e = x.keys[k]; e == nil {
+			return nil
+		}
+		now = x.now()
+	}
+	e.released = false
+	e.leaseEnd, e.leaseLen = x.bug.extendedLease(now, e.claimedAt, e.leaseEnd, lease), lease
+	switch x.bug {
+	case bugExtendRefreshesClaim:
+		e.claimedAt = now
+	case bugExtendCountsAgain:
+		x.held[scope]++
+	case bugExtendCtxAfterWrite:
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -491,7 +538,7 @@ func (x *refIndex) Capacity(ctx context.Context, scope string) (idempotency.Capa
 	if x.bug == bugCapacityMissesEmptyScope && scope == "" {
 		c.Held = 0
 	}
-	if x.bug == bugReportsNoLimit {
+	if x.bug == bugReportsNoLimit || x.bug == bugReportsNoDefaultLimit {
 		c.Limit = 0
 	}
 	return c, nil
@@ -513,14 +560,23 @@ func (x *refIndex) purge(ctx context.Context, p idempotency.RetentionPolicy, del
 		return rep, nil
 	}
 	size := p.EffectiveBatchSize()
+	var collected []refKey
+	if x.bug == bugSweepCollectsFirst {
+		collected = x.collect(age, deletable)
+	}
 	for p.MaxBatches <= 0 || rep.Batches < p.MaxBatches {
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil && (x.bug != bugSweepCtxOnce || rep.Batches == 0) {
 			if x.bug == bugSweepLosesReportOnCancel {
 				return idempotency.PurgeReport{}, err
 			}
 			return rep, err
 		}
-		n := x.purgeBatch(age, size, deletable)
+		var n int
+		if x.bug == bugSweepCollectsFirst {
+			n = x.dropCollected(&collected, size)
+		} else {
+			n = x.purgeBatch(age, size, deletable)
+		}
 		rep.Batches++
 		rep.KeysDeleted += int64(n)
 		if x.bug == bugSweepReportsBatchSize {
@@ -557,4 +613,32 @@ func (x *refIndex) purgeBatch(age time.Duration, size int, deletable func(e *ref
 		x.drop(k)
 	}
 	return len(batch)
+}
+
+// collect returns the keys a sweep of the given age would delete now.
+func (x *refIndex) collect(age time.Duration, deletable func(e *refEntry, now time.Time) bool) []refKey {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := x.now()
+	var ids []refKey
+	for k, e := range x.keys {
+		if now.Sub(e.claimedAt) >= age && deletable(e, now) {
+			ids = append(ids, k)
+		}
+	}
+	return ids
+}
+
+// dropCollected deletes up to size of the keys collected, by key, without judging
+// them again, one round trip later.
+func (x *refIndex) dropCollected(ids *[]refKey, size int) int {
+	time.Sleep(50 * time.Microsecond)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := min(size, len(*ids))
+	for _, k := range (*ids)[:n] {
+		x.drop(k)
+	}
+	*ids = (*ids)[n:]
+	return n
 }

@@ -343,6 +343,9 @@ func (x *shardIndex) claim(ctx context.Context, scope, key, messageID string, le
 			claimedAt = old.claimedAt
 		}
 		sh.del(old)
+		if x.bug == bugPhantomPlaces && !old.released {
+			x.count(scope).Add(1) // the expired key's place not given back
+		}
 	} else if !x.reserve(scope) {
 		return idempotency.Claim{}, true, nil
 	}
@@ -359,7 +362,11 @@ func (x *shardIndex) takeover(ctx context.Context, sh *shardPart, e *shEntry, no
 			return idempotency.Claim{}, false, fmt.Errorf("shardindex: claim: %w", err)
 		}
 	}
-	if x.bug != bugTakeoverKeepsToken {
+	switch x.bug {
+	case bugTakeoverKeepsToken:
+	case bugTakeoverTokenFromOld:
+		e.token += shardCount // the shard's next sequence number, from the old token
+	default:
 		e.token = x.nextToken(sh)
 	}
 	e.leaseEnd, e.leaseLen = x.bug.takeoverLease(now, e.claimedAt, e.leaseLen, lease)
@@ -384,7 +391,7 @@ func (x *shardIndex) Bind(ctx context.Context, scope, key string, token idempote
 		return err
 	}
 	if x.bug != bugValidatesOnlyNewKeys {
-		if token == 0 {
+		if token == 0 && x.bug != bugZeroTokenAfterLookup {
 			return invalid("zero token")
 		}
 		if err := checkBinding(b); err != nil {
@@ -395,13 +402,20 @@ func (x *shardIndex) Bind(ctx context.Context, scope, key string, token idempote
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.get(h, mk)
-	if e == nil || e.released || (x.bug != bugBindIgnoresTTL && x.expired(e, x.now())) ||
-		(e.token != token && x.bug != bugBindIgnoresToken) {
+	now := x.now()
+	if e != nil && !e.released && token == 0 && x.bug == bugZeroTokenAfterLookup {
+		return invalid("zero token")
+	}
+	stale := x.bug == bugStaleTokenAfterLease && e != nil && x.pending(e) && x.leaseEnded(e, now)
+	if e == nil || e.released || (x.bug != bugBindIgnoresTTL && x.expired(e, now)) ||
+		(e.token != token && x.bug != bugBindIgnoresToken && !stale) {
 		return fmt.Errorf("shardindex: bind: %w", idempotency.ErrNotOwner)
 	}
 	same := (b.TaskID == "" || e.taskID == b.TaskID) && (len(b.Reply) == 0 || bytes.Equal(e.reply, b.Reply))
 	switch {
 	case x.bug == bugBindOverwrites:
+	case x.bug == bugReplyRebindUnchecked && b.TaskID == "" && e.taskID != "" && e.reply != nil:
+		return nil // "the task is the same, so is the reply"
 	case same && !x.pending(e):
 		if x.bug == bugRebindFails {
 			return fmt.Errorf("shardindex: bind: %w", idempotency.ErrAlreadyBound)
@@ -457,7 +471,7 @@ func (x *shardIndex) Release(ctx context.Context, scope, key string, token idemp
 	if err := validKey(key); err != nil {
 		return err
 	}
-	if token == 0 && x.bug != bugValidatesOnlyNewKeys {
+	if token == 0 && x.bug != bugValidatesOnlyNewKeys && x.bug != bugZeroTokenAfterLookup {
 		return invalid("zero token")
 	}
 	sh, h, mk := x.locate(scope, key)
@@ -465,6 +479,8 @@ func (x *shardIndex) Release(ctx context.Context, scope, key string, token idemp
 	defer sh.mu.Unlock()
 	e := x.live(sh, h, mk, x.now())
 	switch {
+	case e != nil && token == 0 && x.bug == bugZeroTokenAfterLookup:
+		return invalid("zero token")
 	case e == nil:
 		if x.bug == bugReleaseNotHeldErr {
 			return fmt.Errorf("shardindex: release: %w", idempotency.ErrNotOwner)
@@ -483,7 +499,7 @@ func (x *shardIndex) Release(ctx context.Context, scope, key string, token idemp
 	switch x.bug {
 	case bugReleaseKeepsKey:
 		return nil
-	case bugReleaseTombstone:
+	case bugReleaseTombstone, bugExtendRevivesReleased:
 		e.released = true
 		return nil
 	case bugReleaseNonAtomic:
@@ -522,27 +538,57 @@ func (x *shardIndex) Lookup(ctx context.Context, scope, key string) (idempotency
 }
 
 func (x *shardIndex) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("shardindex: extend: %w", err)
+	if x.bug != bugExtendCtxAfterWrite {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("shardindex: extend: %w", err)
+		}
 	}
 	if err := validKey(key); err != nil {
 		return err
 	}
 	switch {
-	case token == 0:
+	case token == 0 && x.bug != bugZeroTokenAfterLookup:
 		return invalid("zero token")
-	case lease <= 0:
+	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
 		return invalid("lease %v is not positive", lease)
 	}
+	lease = x.bug.extendLease(lease)
 	sh, h, mk := x.locate(scope, key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := x.now()
 	e := x.live(sh, h, mk, now)
-	if e == nil || e.token != token || !x.pending(e) || x.leaseEnded(e, now) {
+	switch r := sh.get(h, mk); {
+	case r == nil:
+	case x.bug == bugExtendIgnoresTTL && !r.released, x.bug == bugExtendRevivesReleased && r.released:
+		e = r
+	}
+	if e != nil && token == 0 {
+		return invalid("zero token")
+	}
+	if e == nil || (e.token != token && x.bug != bugExtendIgnoresToken) || (!x.pending(e) && x.bug != bugExtendsBound) ||
+		x.bug.extendLeaseEnded(e.leaseEnd, now) {
 		return fmt.Errorf("shardindex: extend: %w", idempotency.ErrNotOwner)
 	}
-	e.leaseEnd, e.leaseLen = now.Add(lease), lease
+	if x.bug == bugExtendNonAtomic {
+		sh.mu.Unlock() // GET and judge, then HSET by key
+		time.Sleep(200 * time.Microsecond)
+		sh.mu.Lock()
+		if e = sh.get(h, mk); e == nil {
+			return nil
+		}
+		now = x.now()
+	}
+	e.released = false
+	e.leaseEnd, e.leaseLen = x.bug.extendedLease(now, e.claimedAt, e.leaseEnd, lease), lease
+	switch x.bug {
+	case bugExtendRefreshesClaim:
+		e.claimedAt = now
+	case bugExtendCountsAgain:
+		x.count(scope).Add(1)
+	case bugExtendCtxAfterWrite:
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -556,7 +602,7 @@ func (x *shardIndex) Capacity(ctx context.Context, scope string) (idempotency.Ca
 	if x.bug == bugCapacityMissesEmptyScope && scope == "" {
 		c.Held = 0
 	}
-	if x.bug == bugReportsNoLimit {
+	if x.bug == bugReportsNoLimit || x.bug == bugReportsNoDefaultLimit {
 		c.Limit = 0
 	}
 	return c, nil
@@ -588,14 +634,23 @@ func (x *shardIndex) PurgeExpired(ctx context.Context, p idempotency.RetentionPo
 	}
 	age = min(age, x.ttl)
 	size := p.EffectiveBatchSize()
+	var collected []shPicked
+	if x.bug == bugSweepCollectsFirst {
+		collected = x.collect(age)
+	}
 	for p.MaxBatches <= 0 || rep.Batches < p.MaxBatches {
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil && (x.bug != bugSweepCtxOnce || rep.Batches == 0) {
 			if x.bug == bugSweepLosesReportOnCancel {
 				return idempotency.PurgeReport{}, err
 			}
 			return rep, fmt.Errorf("shardindex: purge: %w", err)
 		}
-		n := x.purgeBatch(age, size)
+		var n int
+		if x.bug == bugSweepCollectsFirst {
+			n = x.dropCollected(&collected, size)
+		} else {
+			n = x.purgeBatch(age, size)
+		}
 		rep.Batches++
 		if x.bug == bugSweepReportsBatchSize {
 			rep.KeysDeleted += int64(size)
@@ -660,4 +715,45 @@ func (x *shardIndex) purgeBatch(age time.Duration, size int) int {
 		}
 	}
 	return len(batch)
+}
+
+// shPicked names an entry a sweep picked: its shard, hash and map key.
+type shPicked struct {
+	sh *shardPart
+	h  uint64
+	mk string
+}
+
+// collect returns the entries a sweep of the given age would delete now.
+func (x *shardIndex) collect(age time.Duration) []shPicked {
+	var ids []shPicked
+	for i := range x.shards {
+		sh := &x.shards[i]
+		sh.mu.Lock()
+		now := x.now()
+		sh.each(func(e *shEntry) {
+			if x.deletable(e, age, now) {
+				ids = append(ids, shPicked{sh, e.hash, e.mapKey})
+			}
+		})
+		sh.mu.Unlock()
+	}
+	return ids
+}
+
+// dropCollected deletes up to size of the entries collected, by map key, without
+// judging them again, one round trip later.
+func (x *shardIndex) dropCollected(ids *[]shPicked, size int) int {
+	time.Sleep(50 * time.Microsecond)
+	n := min(size, len(*ids))
+	for _, p := range (*ids)[:n] {
+		p.sh.mu.Lock()
+		if e := p.sh.get(p.h, p.mk); e != nil {
+			p.sh.del(e)
+			x.unreserve(e.scope)
+		}
+		p.sh.mu.Unlock()
+	}
+	*ids = (*ids)[n:]
+	return n
 }

@@ -2,9 +2,7 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/a2akit/idempotency"
@@ -245,35 +243,6 @@ func checkSweepBatches(e *env) error {
 	return nil
 }
 
-// checkSweepCancelled: PurgeExpired with a cancelled context returns the context's
-// error and deletes no more than it reports.
-func checkSweepCancelled(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 3)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	cancel()
-	p := idempotency.RetentionPolicy{KeyMaxAge: u}
-	rep, err := s.PurgeExpired(ctx, p)
-	if err := wantErr(fmt.Sprintf("PurgeExpired(%+v) with a cancelled context", p), err, context.Canceled); err != nil {
-		return err
-	}
-	gone, err := e.absent(scope, keys)
-	if err != nil {
-		return err
-	}
-	if int64(gone) > rep.KeysDeleted {
-		return fmt.Errorf("PurgeExpired with a cancelled context reported %+v but %d keys are gone", rep, gone)
-	}
-	return nil
-}
-
 // checkSweepKeepsYoungKeys: PurgeExpired keeps a key younger than the policy's age
 // even when it is a pending claim whose lease ended.
 func checkSweepKeepsYoungKeys(e *env) error {
@@ -303,70 +272,18 @@ func checkSweepKeepsYoungKeys(e *env) error {
 	return nil
 }
 
-// countdown is a context that turns done at its n-th call of Err (or once its parent
-// is done): a context that ends in the middle of a sweep.
-type countdown struct {
-	context.Context
-	mu   sync.Mutex
-	left int
-	done chan struct{}
-}
+// sweepRaceKeys is how many keys SweepRacingClaims claims afresh while the sweep runs,
+// in batches of sweepRaceBatch.
+const (
+	sweepRaceKeys  = 3 * (racers - 1)
+	sweepRaceBatch = 4
+)
 
-func newCountdown(parent context.Context, n int) *countdown {
-	return &countdown{Context: parent, left: n, done: make(chan struct{})}
-}
-
-func (c *countdown) Done() <-chan struct{} { return c.done }
-
-func (c *countdown) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.left > 0 {
-		c.left--
-		if c.left > 0 {
-			return c.Context.Err()
-		}
-		close(c.done)
-	}
-	return context.Canceled
-}
-
-// checkSweepCancelledMidway: a sweep whose context ends between batches returns an
-// error wrapping ctx.Err() and a report of exactly what it deleted so far; one whose
-// context never ended in time reports a complete sweep.
-func checkSweepCancelledMidway(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 6)
-	if err != nil {
-		return err
-	}
-	ctx := newCountdown(e.ctx, 3)
-	p := idempotency.RetentionPolicy{KeyMaxAge: u, BatchSize: 1}
-	rep, err := s.PurgeExpired(ctx, p)
-	gone, aerr := e.absent(scope, keys)
-	if aerr != nil {
-		return aerr
-	}
-	switch {
-	case err == nil && (!rep.Complete || gone != len(keys) || rep.KeysDeleted != int64(gone)):
-		return fmt.Errorf("PurgeExpired(%+v) = %+v, nil with %d of %d keys deleted; want a complete report of what it deleted", p, rep, gone, len(keys))
-	case err != nil && !errors.Is(err, context.Canceled):
-		return fmt.Errorf("PurgeExpired(%+v) with a context that ended midway = %+v, %v; want an error wrapping ctx.Err()", p, rep, err)
-	case err != nil && (rep.KeysDeleted != int64(gone) || (rep.Complete && gone != len(keys))):
-		return fmt.Errorf("PurgeExpired(%+v) with a context that ended midway = %+v, %v, and %d of %d keys are gone; "+
-			"want the report of what it deleted before ctx ended", p, rep, err, gone, len(keys))
-	}
-	return nil
-}
-
-// checkSweepRacingClaims: a sweep runs while racers claim afresh the keys it is
-// deleting (keys past their TTL, which count as absent): every claim that won is a
-// young pending claim and survives the sweep. A sweep that picks its rows first and
-// deletes them later, without judging them again, deletes fresh claims.
+// checkSweepRacingClaims: a sweep in small batches runs while racers claim afresh the
+// keys it is deleting (keys past their TTL, which count as absent), spread over the
+// sweep and across both handles: every claim that won is a young pending claim and
+// survives the sweep. A sweep that picks its keys first (a batch, or all of them) and
+// deletes them later by key or id, without judging them again, deletes fresh claims.
 func checkSweepRacingClaims(e *env) error {
 	s, err := e.sweeper()
 	if err != nil {
@@ -377,40 +294,69 @@ func checkSweepRacingClaims(e *env) error {
 		return err
 	}
 	scope := e.scope()
-	const n = racers - 1
-	keys := make([]string, n)
+	keys := make([]string, sweepRaceKeys)
 	for i := range keys {
 		keys[i] = e.key()
-		if _, err := e.ownBound(scope, keys[i], msgA, boundA); err != nil {
-			return err
+	}
+	const setters = 8
+	out, err := e.together(setters, func(w int) (idempotency.Claim, error) {
+		for i := w; i < len(keys); i += setters {
+			if _, err := e.ownBound(scope, keys[i], msgA, boundA); err != nil {
+				return idempotency.Claim{}, err
+			}
 		}
+		return idempotency.Claim{}, nil
+	})
+	if err := firstErr(out, err); err != nil {
+		return err
 	}
 	e.since(time.Now()).to(e.h.TTL + e.ttlMargin())
-	p := idempotency.RetentionPolicy{KeyMaxAge: e.h.TTL}
+	p := idempotency.RetentionPolicy{KeyMaxAge: e.h.TTL, BatchSize: sweepRaceBatch}
 	var rep idempotency.PurgeReport
-	out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+	claimers := racers - 1
+	out, err = e.together(racers, func(i int) (idempotency.Claim, error) {
 		if i == 0 {
 			var err error
 			rep, err = s.PurgeExpired(e.ctx, p)
 			return idempotency.Claim{}, err
 		}
-		time.Sleep(time.Duration(i%8) * 40 * time.Microsecond) // spread the claims over the sweep
-		return ixs[i%len(ixs)].Claim(e.ctx, scope, keys[i-1], msgB, longLease)
+		// Claimer i claims keys i-1, i-1+claimers, ...: spread over the sweep.
+		for n, k := 0, i-1; k < len(keys); n, k = n+1, k+claimers {
+			time.Sleep(time.Duration((i+3*n)%8) * 40 * time.Microsecond)
+			c, err := ixs[i%len(ixs)].Claim(e.ctx, scope, keys[k], msgB, longLease)
+			if err != nil {
+				return c, fmt.Errorf("Claim of key %d: %w", k+1, err)
+			}
+			if c.Status != idempotency.Claimed {
+				return c, fmt.Errorf("Claim of key %d, past its TTL, racing a sweep = %s; want claimed", k+1, describe(c))
+			}
+		}
+		return idempotency.Claim{}, nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, o := range out {
-		switch {
-		case o.err != nil:
-			return fmt.Errorf("racer %d (%s): %w", o.racer, map[bool]string{true: "the sweep", false: "a Claim"}[o.racer == 0], o.err)
-		case o.racer > 0 && o.c.Status != idempotency.Claimed:
-			return fmt.Errorf("Claim of a key past its TTL, racing a sweep = %s; want claimed", describe(o.c))
+		if o.err != nil {
+			return fmt.Errorf("racer %d (%s): %w", o.racer, map[bool]string{true: "the sweep", false: "claims"}[o.racer == 0], o.err)
 		}
 	}
 	for i, key := range keys {
 		if _, err := e.wantHeld(scope, key, msgB, pending); err != nil {
 			return fmt.Errorf("a fresh claim of key %d, made while PurgeExpired(%+v) ran (report %+v): %w", i+1, p, rep, err)
+		}
+	}
+	return nil
+}
+
+// firstErr returns err, or the first error of out.
+func firstErr(out []outcome, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, o := range out {
+		if o.err != nil {
+			return o.err
 		}
 	}
 	return nil
