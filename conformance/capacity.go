@@ -192,13 +192,8 @@ func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
 		}
 		return idempotency.Claim{}, nil
 	})
-	if err != nil {
+	if err := firstErr(out, err); err != nil {
 		return err
-	}
-	for _, o := range out {
-		if o.err != nil {
-			return o.err
-		}
 	}
 	_, err = e.wantHeldCount(c, scope, int(claimed.Load()))
 	return err

@@ -29,14 +29,39 @@ func (e *env) refusedExtend(scope, key string, tok idempotency.Token, what, msg 
 		}
 		return nil
 	}
-	r, err := e.wantHeld(scope, key, msg, b)
-	if err != nil {
-		return fmt.Errorf("after a refused Extend of %s: %w", what, err)
+	if b.TaskID != "" || b.Reply != nil {
+		_, err := e.wantHeld(scope, key, msg, b)
+		return err
 	}
-	if r.Pending() && !r.LeaseExpiresAt.Equal(before.LeaseExpiresAt) {
-		return fmt.Errorf("after a refused Extend of %s the lease ends at %v, not %v; want it unchanged", what, r.LeaseExpiresAt, before.LeaseExpiresAt)
+	return e.wantLeaseKept(scope, key, msg, before, "a refused Extend of "+what)
+}
+
+// wantLeaseKept looks (scope, key) up and wants it pending, held by msg, with the
+// lease end before reported; after names what must have changed nothing.
+func (e *env) wantLeaseKept(scope, key, msg string, before idempotency.Record, after string) error {
+	r, err := e.wantHeld(scope, key, msg, pending)
+	if err != nil {
+		return fmt.Errorf("after %s: %w", after, err)
+	}
+	if !r.LeaseExpiresAt.Equal(before.LeaseExpiresAt) {
+		return fmt.Errorf("after %s the lease ends at %v, not %v; want it unchanged", after, r.LeaseExpiresAt, before.LeaseExpiresAt)
 	}
 	return nil
+}
+
+// reclaimed claims key, releases it and claims it again with lease, and returns the
+// released claim's token and the new one's.
+func (e *env) reclaimed(key string, lease time.Duration) (stale, tok idempotency.Token, err error) {
+	if stale, err = e.own("", key, msgA, longLease); err != nil {
+		return 0, 0, err
+	}
+	if err := e.release("", key, stale); err != nil {
+		return 0, 0, err
+	}
+	if tok, err = e.own("", key, msgA, lease); err != nil {
+		return 0, 0, fmt.Errorf("after Release: %w", err)
+	}
+	return stale, tok, nil
 }
 
 // checkExtendOnlyOwner: only the owner extends a claim: a token of another claim, one
@@ -44,14 +69,7 @@ func (e *env) refusedExtend(scope, key string, tok idempotency.Token, what, msg 
 // ErrNotOwner and change no lease; the owner's Extend then succeeds.
 func checkExtendOnlyOwner(e *env) error {
 	key := e.key()
-	stale, err := e.own("", key, msgA, longLease)
-	if err != nil {
-		return err
-	}
-	if err := e.release("", key, stale); err != nil {
-		return err
-	}
-	tok, err := e.own("", key, msgA, longLease)
+	stale, tok, err := e.reclaimed(key, longLease)
 	if err != nil {
 		return err
 	}

@@ -69,24 +69,23 @@ func (e *env) extendRaceRealClock(ixs []idempotency.KeyIndex) error {
 	lease := e.lease()
 	keys := make([]string, extendTrials)
 	toks := make([]idempotency.Token, extendTrials)
-	start := time.Now()
+	ends := make([]time.Time, extendTrials) // about when each lease ends
 	for i := range keys {
 		keys[i] = e.key()
 		tok, err := e.own("", keys[i], msgA, lease)
 		if err != nil {
 			return err
 		}
-		toks[i] = tok
+		toks[i], ends[i] = tok, time.Now().Add(lease)
 	}
-	end := e.since(start).origin.Add(lease)
 	const per = 6 // an Extend and five retries per key
 	out, err := e.together(extendTrials*per, func(i int) (idempotency.Claim, error) {
 		k, r := i/per, i%per
 		if r == 0 {
-			time.Sleep(time.Until(end.Add(time.Duration(k%5-2) * 500 * time.Microsecond)))
+			time.Sleep(time.Until(ends[k].Add(time.Duration(k%5-2) * 500 * time.Microsecond)))
 			return idempotency.Claim{}, ixs[k%len(ixs)].Extend(e.ctx, "", keys[k], toks[k], lease)
 		}
-		time.Sleep(time.Until(end.Add(time.Duration(r+k%3-3) * 750 * time.Microsecond)))
+		time.Sleep(time.Until(ends[k].Add(time.Duration(r+k%3-3) * 750 * time.Microsecond)))
 		return ixs[(k+r)%len(ixs)].Claim(e.ctx, "", keys[k], msgA, longLease)
 	})
 	if err != nil {

@@ -190,15 +190,7 @@ func checkManyKeys(e *env) error {
 		_, err := e.claimsDistinctLookup(fmt.Sprintf("%d random keys in %d scopes", manyKeys, manyScopes), ids, false)
 		return idempotency.Claim{}, err
 	})
-	if err != nil {
-		return err
-	}
-	for _, o := range out {
-		if o.err != nil {
-			return o.err
-		}
-	}
-	return nil
+	return firstErr(out, err)
 }
 
 // distinct is claimsDistinct for checks that need no token.

@@ -156,10 +156,12 @@ func checkSweepPolicyAge(e *env) error {
 		return err
 	}
 	scope, u := e.scope(), e.sweepUnit()
+	start := time.Now()
 	keys, err := e.oldKeys(scope, 3)
 	if err != nil {
 		return err
 	}
+	tl := e.since(start)
 	keep := []struct {
 		name string
 		p    idempotency.RetentionPolicy
@@ -178,6 +180,9 @@ func checkSweepPolicyAge(e *env) error {
 		}
 		for _, key := range keys {
 			if _, err := e.wantHeld(scope, key, msgA, boundA); err != nil {
+				if tl.overran(4 * u) {
+					return stalled("the sweeps", 4*u)
+				}
 				return fmt.Errorf("a key %v old, after PurgeExpired with %s: %w", 2*u, k.name, err)
 			}
 		}
