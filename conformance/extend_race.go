@@ -10,8 +10,11 @@ import (
 )
 
 // extendTrials is how many claims ExtendRacingTakeover races an extension and
-// takeovers on.
-const extendTrials = 16
+// takeovers on, with extendRacers goroutines each on the controllable clock.
+const (
+	extendTrials = 16
+	extendRacers = 12
+)
 
 // checkExtendRacingTakeover: the owner of a claim extends it just as its lease ends,
 // while retries through both handles try to take it over, over many claims. Either the
@@ -38,7 +41,7 @@ func checkExtendRacingTakeover(e *env) error {
 			return err
 		}
 		e.h.Advance(clockLease - tick)
-		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+		out, err := e.together(extendRacers, func(i int) (idempotency.Claim, error) {
 			switch i {
 			case 0:
 				time.Sleep(time.Duration(trial%4) * 30 * time.Microsecond)
