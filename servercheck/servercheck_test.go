@@ -1,0 +1,234 @@
+package servercheck_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/servercheck"
+)
+
+// check runs the checker against url and logs the report.
+func check(t *testing.T, url string, opts servercheck.Options) *servercheck.Report {
+	t.Helper()
+	rep, err := servercheck.Run(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.WriteText(&b)
+	t.Logf("report:\n%s", b.String())
+	return rep
+}
+
+// runCounter counts the agent's runs by message text.
+type runCounter struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (c *runCounter) onRun(_ context.Context, ec *a2asrv.ExecutorContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil {
+		c.runs = map[string]int{}
+	}
+	if ec.Message != nil && len(ec.Message.Parts) > 0 {
+		c.runs[ec.Message.Parts[0].Text()]++
+	}
+}
+
+// checkRuns fails t unless every keyed message the checker sent ran at most once,
+// and the first attempt whose answer the checker lost ran exactly once (its retries
+// were answered from it, not run anew). Unkeyed sends and sends keyed by the header
+// alone (which the kit does not honour yet) may run twice.
+func (c *runCounter) checkRuns(t *testing.T, interfaces int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lost := 0
+	for text, n := range c.runs {
+		if strings.Contains(text, "(unkeyed") || strings.Contains(text, "(header-carrier") {
+			continue
+		}
+		if n > 1 {
+			t.Errorf("the agent ran %d times for %q, a keyed message", n, text)
+		}
+		if strings.Contains(text, "(lost-answer") {
+			lost += n
+		}
+	}
+	if lost != interfaces {
+		t.Errorf("the agent ran %d times for the messages whose first answer was lost, want once on each of %d interfaces", lost, interfaces)
+	}
+}
+
+// results returns the statuses of rep by check ID (the worst over interfaces).
+func statuses(rep *servercheck.Report) map[string]servercheck.Status {
+	out := map[string]servercheck.Status{}
+	for _, r := range rep.Results {
+		if out[r.ID] != servercheck.Fail {
+			out[r.ID] = r.Status
+		}
+	}
+	return out
+}
+
+// TestKitPasses: the kit (the middleware over memstore, the a2a-go adapter) in front
+// of a real a2a-go server passes every check it claims, on JSON-RPC and HTTP+JSON,
+// and the agent's own run counts agree with what the checker inferred.
+func TestKitPasses(t *testing.T) {
+	var runs runCounter
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{Delay: 300 * time.Millisecond, OnRun: runs.onRun}})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
+	if !rep.OK() {
+		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
+	}
+	st := statuses(rep)
+	for _, id := range []string{"card", "malformed-keys", "cut-request", "replay", "key-reuse", "lost-answer",
+		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id"} {
+		if st[id] != servercheck.Pass {
+			t.Errorf("check %s: %s, want pass", id, st[id])
+		}
+	}
+	if st["message-replay"] != servercheck.NotApplicable {
+		t.Errorf("message-replay against an agent that answers with tasks: %s, want n/a", st["message-replay"])
+	}
+	if r, _ := rep.Result("stream-retry", "JSONRPC"); !strings.Contains(r.Detail, "followed the live task") {
+		t.Errorf("stream-retry against an agent working 300ms did not see the live task: %s", r.Detail)
+	}
+	if rep.Requests > 150 {
+		t.Errorf("the run sent %d requests for two interfaces, want at most 150", rep.Requests)
+	}
+	srv.Close() // the agent's runs are all counted
+	runs.checkRuns(t, 2)
+}
+
+// TestKitMessageReplies: against an agent that answers with Messages, the retries
+// get the same Message.
+func TestKitMessageReplies(t *testing.T) {
+	var runs runCounter
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: runs.onRun}})
+	rep := check(t, srv.URL, servercheck.Options{Text: "reply please"})
+	if !rep.OK() {
+		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
+	}
+	st := statuses(rep)
+	for _, id := range []string{"message-replay", "lost-answer", "concurrent", "stream-retry", "retry-during-run"} {
+		if st[id] != servercheck.Pass {
+			t.Errorf("check %s: %s, want pass", id, st[id])
+		}
+	}
+	runs.checkRuns(t, 2)
+}
+
+// TestBareA2AGoNotAdvertised: a2a-go alone does not list the extension; the checker
+// says so, checks nothing and sends nothing but the card request.
+func TestBareA2AGoNotAdvertised(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{})
+	rep := check(t, srv.URL, servercheck.Options{})
+	if rep.Verdict != "not advertised" || rep.Advertised || rep.OK() {
+		t.Errorf("verdict %q advertised %v, want not advertised", rep.Verdict, rep.Advertised)
+	}
+	if len(rep.Results) != 1 || rep.Requests != 1 {
+		t.Errorf("%d results, %d requests; want the card's alone", len(rep.Results), rep.Requests)
+	}
+	if srv.Runs() != 0 {
+		t.Errorf("the agent ran %d times", srv.Runs())
+	}
+}
+
+// TestAdvertisedWithoutDeduplicationFails: a server whose card lists the extension,
+// with nothing in front of it, fails every check of a key's behaviour, each with the
+// exchange that showed it.
+func TestAdvertisedWithoutDeduplicationFails(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Agent: &testkit.Agent{Delay: 200 * time.Millisecond},
+		Extensions: []a2a.AgentExtension{{URI: idempotency.ExtensionURI}}})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 200 * time.Millisecond})
+	if rep.OK() || rep.Verdict != "fail" {
+		t.Fatalf("verdict %s, want fail", rep.Verdict)
+	}
+	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+		for _, id := range []string{"malformed-keys", "replay", "key-reuse", "lost-answer", "concurrent",
+			"stream-retry", "retry-during-run", "extensions-header"} {
+			r, ok := rep.Result(id, iface)
+			if !ok || r.Status != servercheck.Fail {
+				t.Errorf("%s on %s: %s (%s), want fail", id, iface, r.Status, r.Detail)
+				continue
+			}
+			if len(r.Exchanges) == 0 || r.Exchanges[0].Request == "" || r.Exchanges[0].Response == "" {
+				t.Errorf("%s on %s failed without the exchange that showed it", id, iface)
+			}
+		}
+		if r, _ := rep.Result("unkeyed", iface); r.Status != servercheck.Pass {
+			t.Errorf("unkeyed on %s: %s, want pass", iface, r.Status)
+		}
+	}
+	var b strings.Builder
+	rep.WriteText(&b)
+	if !strings.Contains(b.String(), "VERDICT: FAIL") || !strings.Contains(b.String(), "First failure: malformed-keys") {
+		t.Errorf("the text report lacks the verdict or the first failure:\n%s", b.String())
+	}
+}
+
+// keyPattern finds the key in a send's body (the checker's bodies are compact JSON).
+var keyPattern = regexp.MustCompile(`"` + regexp.QuoteMeta(idempotency.MetadataKey) + `":"([^"]+)"`)
+
+// freshKeyOnStreamingRetry is a server's flaw: it gives a streaming send whose key
+// it has seen on a streaming send before a fresh key, so the kit behind it answers
+// the streaming retry with a new task.
+func freshKeyOnStreamingRetry(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			streaming := bytes.Contains(body, []byte(`"SendStreamingMessage"`)) || strings.HasSuffix(r.URL.Path, "message:stream")
+			if m := keyPattern.FindSubmatch(body); streaming && m != nil && idempotency.ValidateKey(string(m[1])) == nil {
+				mu.Lock()
+				again := seen[string(m[1])]
+				seen[string(m[1])] = true
+				mu.Unlock()
+				if again {
+					body = bytes.ReplaceAll(body, m[1], []byte(idempotency.NewKey()))
+				}
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestStreamingRetryOfAnotherTaskFails: a server that deduplicates unary sends but
+// answers a streaming retry with another task fails stream-retry, and only that.
+func TestStreamingRetryOfAnotherTaskFails(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{Delay: 200 * time.Millisecond}, Wrap: freshKeyOnStreamingRetry})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 200 * time.Millisecond})
+	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+		r, _ := rep.Result("stream-retry", iface)
+		if r.Status != servercheck.Fail || !strings.Contains(r.Detail, "did not attach") {
+			t.Errorf("stream-retry on %s: %s (%s), want fail: the retry did not attach", iface, r.Status, r.Detail)
+		}
+		if len(r.Exchanges) != 2 {
+			t.Errorf("stream-retry on %s failed with %d exchanges, want the first attempt's and the retry's", iface, len(r.Exchanges))
+		}
+	}
+	if failed := rep.Failed(); len(failed) != 2 {
+		t.Errorf("%d checks failed, want stream-retry on each interface alone: %+v", len(failed), failed)
+	}
+}
