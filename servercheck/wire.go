@@ -84,9 +84,6 @@ type answer struct {
 	elapsed time.Duration
 }
 
-// httpError reports whether the answer is an HTTP error status.
-func (a *answer) httpError() bool { return a.err == nil && a.status >= 400 }
-
 // last returns the last event of a stream (or the unary outcome).
 func (a *answer) last() outcome {
 	if len(a.events) > 0 {
