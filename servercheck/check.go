@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -109,7 +110,9 @@ type Report struct {
 	Requests int64 `json:"requests"`
 	// Duration is how long the run took, in milliseconds.
 	Duration int64 `json:"durationMs"`
-	// Verdict is "pass", "fail" or "not advertised".
+	// Verdict is "pass", "fail", "not advertised", or "incomplete" when no check
+	// failed but some could not run (the deadline or the request budget ran out,
+	// the server did not answer).
 	Verdict string `json:"verdict"`
 }
 
@@ -122,7 +125,20 @@ const (
 	verdictPass          = "pass"
 	verdictFail          = "fail"
 	verdictNotAdvertised = "not advertised"
+	verdictIncomplete    = "incomplete"
 )
+
+// incomplete reports whether a check of an interface the checker speaks could not
+// run (the deadline, the request budget, a transport failure): then the report
+// cannot say that everything claimed holds.
+func (r *Report) incomplete() bool {
+	for _, res := range r.Results {
+		if res.Status == NotChecked && res.ID != checkInterface.ID {
+			return true
+		}
+	}
+	return false
+}
 
 // Failed returns the results that failed.
 func (r *Report) Failed() []Result {
@@ -172,8 +188,20 @@ func Run(ctx context.Context, base string, opts Options) (*Report, error) {
 	rep.Results = append(rep.Results, card.result())
 
 	if card.advertised || opts.Force {
-		for _, iface := range card.interfaces {
-			rep.Results = append(rep.Results, c.checkInterface(ctx, iface)...)
+		// The interfaces are checked side by side (each send has a key of its own,
+		// so they cannot meet), their results reported in the card's order.
+		results := make([][]Result, len(card.interfaces))
+		var wg sync.WaitGroup
+		for i, iface := range card.interfaces {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = c.checkInterface(ctx, iface)
+			}()
+		}
+		wg.Wait()
+		for _, rs := range results {
+			rep.Results = append(rep.Results, rs...)
 		}
 	}
 	rep.Requests = c.sent.Load()
@@ -183,6 +211,8 @@ func Run(ctx context.Context, base string, opts Options) (*Report, error) {
 		rep.Verdict = verdictNotAdvertised
 	case len(rep.Failed()) > 0:
 		rep.Verdict = verdictFail
+	case rep.incomplete():
+		rep.Verdict = verdictIncomplete
 	default:
 		rep.Verdict = verdictPass
 	}

@@ -290,9 +290,10 @@ func (s *session) malformed(ctx context.Context) Result {
 		key  any
 		word []string // the refusal's message names the failed check
 	}{
-		{"too short (and with a bad character)", "bad key!", []string{"short"}},
-		{"too long (and with a bad character)", strings.Repeat("k", 290) + " bad key", []string{"long"}},
-		{"bad character", "abcdefghijklmnop qrstuvwxyz", []string{"character", "char"}},
+		// The words the kit's messages and the Rust SDK's use.
+		{"too short (and with a bad character)", "bad key!", []string{"short", "at least 16"}},
+		{"too long (and with a bad character)", strings.Repeat("k", 290) + " bad key", []string{"long", "at most 255"}},
+		{"bad character", "abcdefghijklmnop qrstuvwxyz", []string{"character", "ascii"}},
 		{"a number, not a string", json.RawMessage("12345678901234567890"), []string{"string"}},
 		{"null, not a string", json.RawMessage("null"), []string{"string"}},
 	}

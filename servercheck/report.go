@@ -46,6 +46,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("VERDICT: PASS: everything the server claims holds\n")
 	case verdictNotAdvertised:
 		b.WriteString("VERDICT: NOT ADVERTISED: the card does not list the extension, so the server claims nothing; nothing was checked\n")
+	case verdictIncomplete:
+		b.WriteString("VERDICT: INCOMPLETE: no check failed, but some could not run (see NOT CHECKED)\n")
 	default:
 		fmt.Fprintf(&b, "VERDICT: FAIL: %d checks failed\n", len(failed))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -235,13 +236,27 @@ func (s *session) streamRetry(ctx context.Context) Result {
 func (s *session) duringRun(ctx context.Context) Result {
 	snd := s.newSend("retry-during-run")
 	done := make(chan *answer, 1)
+	wrote := make(chan struct{})
+	var once sync.Once
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) },
+	})
 	start := time.Now()
-	go func() { done <- s.do(ctx, snd, nil) }()
+	go func() { done <- s.do(traced, snd, nil) }()
+	// The retry leaves once the first attempt is written, and the server had a
+	// moment to start on it.
+	var a *answer
+	select {
+	case <-wrote:
+	case a = <-done:
+	}
 	wait := min(max(s.c.opts.AgentDelay/4, 50*time.Millisecond), time.Second)
 	time.Sleep(wait)
 	b := s.do(ctx, snd, nil)
 	retryAt := b.elapsed
-	a := <-done
+	if a == nil {
+		a = <-done
+	}
 	firstTook := time.Since(start)
 	if a.err != nil {
 		return notChecked(a, "the first attempt got no answer")

@@ -232,3 +232,25 @@ func TestStreamingRetryOfAnotherTaskFails(t *testing.T) {
 		t.Errorf("%d checks failed, want stream-retry on each interface alone: %+v", len(failed), failed)
 	}
 }
+
+// The run stays within its request budget and its time: a run cut short by either
+// is incomplete, never a pass.
+func TestBounded(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{})})
+	rep := check(t, srv.URL, servercheck.Options{MaxRequests: 12})
+	if rep.Requests > 12 || rep.Verdict != "incomplete" || rep.OK() {
+		t.Errorf("budget 12: %d requests, verdict %s; want at most 12 and incomplete", rep.Requests, rep.Verdict)
+	}
+
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	stuck := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Agent: &testkit.Agent{Hold: hold}})
+	start := time.Now()
+	rep = check(t, stuck.URL, servercheck.Options{Timeout: 2 * time.Second})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a run with a 2s timeout against an agent that never answers took %v", took)
+	}
+	if rep.OK() {
+		t.Errorf("verdict %s against an agent that never answers, want incomplete or fail", rep.Verdict)
+	}
+}

@@ -15,7 +15,9 @@
 //
 // Exit status: 0 when everything the server claims holds; 1 when a check failed; 2
 // when the card cannot be read or the flags are wrong; 3 when the card does not
-// list the extension (nothing was checked; -force checks anyway).
+// list the extension (nothing was checked; -force checks anyway); 4 when no check
+// failed but some could not run (-timeout or -max-requests ran out, the server
+// stopped answering).
 //
 // The checker sends at most -max-requests requests (about 40 per interface) and
 // stops after -timeout. Every send carries a fresh random key and message id; the
@@ -50,6 +52,7 @@ const (
 	exitFail          = 1
 	exitUsage         = 2
 	exitNotAdvertised = 3
+	exitIncomplete    = 4
 )
 
 // headers is the repeatable -H flag.
@@ -123,6 +126,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitPass
 	case !rep.Advertised && !opts.Force:
 		return exitNotAdvertised
+	case rep.Verdict == "incomplete":
+		return exitIncomplete
 	}
 	return exitFail
 }

@@ -26,7 +26,8 @@ func runCommand(t *testing.T, args ...string) (int, string) {
 }
 
 // The exit status says what the report says: 0 when everything claimed holds, 3 for
-// a card without the extension, 1 when a check fails, 2 for bad flags or no card.
+// a card without the extension, 1 when a check fails, 4 when checks could not run,
+// 2 for bad flags or no card.
 func TestExitStatus(t *testing.T) {
 	kit := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{})})
 	bare := testkit.NewServer(t, testkit.Config{})
@@ -40,6 +41,9 @@ func TestExitStatus(t *testing.T) {
 	}
 	if code, out := runCommand(t, "-only", "replay,key-reuse", liar.URL); code != exitFail || !strings.Contains(out, "First failure: replay") {
 		t.Errorf("a server advertising without deduplicating: exit %d, want %d and the first failure", code, exitFail)
+	}
+	if code, out := runCommand(t, "-max-requests", "5", kit.URL); code != exitIncomplete || !strings.Contains(out, "INCOMPLETE") {
+		t.Errorf("a run out of requests: exit %d, want %d", code, exitIncomplete)
 	}
 	if code, _ := runCommand(t, "-force", "-only", "replay", bare.URL); code != exitFail {
 		t.Errorf("-force on bare a2a-go: exit %d, want %d", code, exitFail)
