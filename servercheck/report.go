@@ -72,3 +72,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
+
+// String returns the report as WriteText writes it.
+func (r *Report) String() string {
+	var b strings.Builder
+	r.WriteText(&b)
+	return b.String()
+}

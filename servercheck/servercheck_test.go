@@ -27,9 +27,7 @@ func check(t *testing.T, url string, opts servercheck.Options) *servercheck.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	rep.WriteText(&b)
-	t.Logf("report:\n%s", b.String())
+	t.Logf("report:\n%s", rep)
 	return rep
 }
 
@@ -178,10 +176,8 @@ func TestAdvertisedWithoutDeduplicationFails(t *testing.T) {
 			t.Errorf("unkeyed on %s: %s, want pass", iface, r.Status)
 		}
 	}
-	var b strings.Builder
-	rep.WriteText(&b)
-	if !strings.Contains(b.String(), "VERDICT: FAIL") || !strings.Contains(b.String(), "First failure: malformed-keys") {
-		t.Errorf("the text report lacks the verdict or the first failure:\n%s", b.String())
+	if text := rep.String(); !strings.Contains(text, "VERDICT: FAIL") || !strings.Contains(text, "First failure: malformed-keys") {
+		t.Errorf("the text report lacks the verdict or the first failure:\n%s", text)
 	}
 }
 

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +21,7 @@ func TestChecker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	rep.WriteText(&b)
-	t.Logf("%s", b.String())
+	t.Logf("%s", rep)
 	if !rep.OK() || len(rep.Interfaces) < 3 {
 		t.Fatalf("verdict %s on %d interfaces, want pass on JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", rep.Verdict, len(rep.Interfaces))
 	}

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,9 +33,7 @@ func TestChecker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b strings.Builder
-			rep.WriteText(&b)
-			t.Logf("%d requests in %v:\n%s", rep.Requests, time.Since(start).Round(time.Millisecond), b.String())
+			t.Logf("%d requests in %v:\n%s", rep.Requests, time.Since(start).Round(time.Millisecond), rep)
 			if !rep.OK() {
 				t.Fatalf("verdict %s, want pass", rep.Verdict)
 			}

@@ -56,9 +56,7 @@ func TestKitV03Passes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	rep.WriteText(&b)
-	t.Logf("report:\n%s", b.String())
+	t.Logf("report:\n%s", rep)
 	if len(rep.Interfaces) != 2 || rep.Interfaces[0].Version != "0.3" || rep.Interfaces[1].Binding != servercheck.BindingHTTPJSON {
 		t.Fatalf("interfaces %+v, want v0.3 JSON-RPC and HTTP+JSON", rep.Interfaces)
 	}
