@@ -203,6 +203,7 @@ func Run(ctx context.Context, base string, opts Options) (*Report, error) {
 		for _, rs := range results {
 			rep.Results = append(rep.Results, rs...)
 		}
+		rep.Results = append(rep.Results, c.checkAcross(ctx, card.interfaces)...)
 	}
 	rep.Requests = c.sent.Load()
 	rep.Duration = time.Since(start).Milliseconds()

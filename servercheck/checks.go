@@ -50,7 +50,7 @@ var (
 // Checks lists every check, the card's first, in the order they run.
 var Checks = []Check{checkCard, checkInterface, checkMalformed, checkCutBody, checkReplay, checkMessageReplay,
 	checkReuse, checkLost, checkConcurrent, checkStream, checkDuringRun, checkUnkeyed, checkHeaderCarrier,
-	checkExtHeader, checkRPCID, checkMarker}
+	checkExtHeader, checkRPCID, checkMarker, checkCrossInterface, checkTenantScope}
 
 // session is the run of the checks on one interface, and the answers they collected
 // for the checks that look at every answer.

@@ -34,7 +34,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, res := range r.Results {
 		where := "card"
 		if res.Interface != "" {
-			where = fmt.Sprintf("#%d %s", ifaceNo[res.Interface], strings.SplitN(res.Interface, " ", 3)[0])
+			var nos []string
+			for _, part := range strings.Split(res.Interface, across) {
+				nos = append(nos, fmt.Sprintf("#%d", ifaceNo[part]))
+			}
+			where = strings.Join(nos, "→")
+			if len(nos) == 1 {
+				where += " " + strings.SplitN(res.Interface, " ", 2)[0]
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", res.ID, where, strings.ToUpper(string(res.Status)), res.Spec, res.Detail)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/servercheck"
 )
 
@@ -97,7 +98,7 @@ func TestKitPasses(t *testing.T) {
 	}
 	st := statuses(rep)
 	for _, id := range []string{"card", "malformed-keys", "cut-request", "replay", "key-reuse", "lost-answer",
-		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id"} {
+		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id", "cross-interface"} {
 		if st[id] != servercheck.Pass {
 			t.Errorf("check %s: %s, want pass", id, st[id])
 		}
@@ -176,6 +177,9 @@ func TestAdvertisedWithoutDeduplicationFails(t *testing.T) {
 			t.Errorf("unkeyed on %s: %s, want pass", iface, r.Status)
 		}
 	}
+	if r, _ := rep.Result("cross-interface", ""); r.Status != servercheck.Fail {
+		t.Errorf("cross-interface: %s (%s), want fail", r.Status, r.Detail)
+	}
 	if text := rep.String(); !strings.Contains(text, "VERDICT: FAIL") || !strings.Contains(text, "First failure: malformed-keys") {
 		t.Errorf("the text report lacks the verdict or the first failure:\n%s", text)
 	}
@@ -248,5 +252,50 @@ func TestBounded(t *testing.T) {
 	}
 	if rep.OK() {
 		t.Errorf("verdict %s against an agent that never answers, want incomplete or fail", rep.Verdict)
+	}
+}
+
+// withTenantCard serves a card that lists the server's tenant HTTP+JSON routes too,
+// for tenant acme, in place of the server's own.
+func withTenantCard(base *string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/.well-known/agent-card.json" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
+				`{"url":"`+*base+`/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
+				`{"url":"`+*base+`/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],`+
+				`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
+		})
+	}
+}
+
+// Keys live in their tenant's scope: a server that shares them across tenants fails
+// tenant-scope; the kit's default scope passes it.
+func TestTenantScope(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		scope func(*http.Request, string) (string, error)
+		want  servercheck.Status
+	}{
+		{"by tenant", middleware.TenantPathScope(testkit.TenantRESTPath), servercheck.Pass},
+		{"shared", func(*http.Request, string) (string, error) { return "everyone", nil }, servercheck.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var base string
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: withTenantCard(&base),
+				Middleware: middleware.Options{Scope: tc.scope}})
+			base = srv.URL
+			rep := check(t, srv.URL, servercheck.Options{Only: []string{"tenant-scope", "cross-interface"}})
+			if r, _ := rep.Result("tenant-scope", ""); r.Status != tc.want {
+				t.Errorf("tenant-scope: %s (%s), want %s", r.Status, r.Detail, tc.want)
+			}
+			if _, ok := rep.Result("cross-interface", ""); ok {
+				t.Errorf("cross-interface ran, but no two interfaces share a tenant")
+			}
+		})
 	}
 }
