@@ -188,22 +188,19 @@ func Run(ctx context.Context, base string, opts Options) (*Report, error) {
 	rep.Results = append(rep.Results, card.result())
 
 	if card.advertised || opts.Force {
-		// The interfaces are checked side by side (each send has a key of its own,
-		// so they cannot meet), their results reported in the card's order.
-		results := make([][]Result, len(card.interfaces))
+		// The interfaces, and the checks across them, run side by side (each send has
+		// a key of its own, so they cannot meet); their results are reported in the
+		// card's order, the checks across interfaces last.
+		results := make([][]Result, len(card.interfaces)+1)
 		var wg sync.WaitGroup
 		for i, iface := range card.interfaces {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = c.checkInterface(ctx, iface)
-			}()
+			wg.Go(func() { results[i] = c.checkInterface(ctx, iface) })
 		}
+		wg.Go(func() { results[len(card.interfaces)] = c.checkAcross(ctx, card.interfaces) })
 		wg.Wait()
 		for _, rs := range results {
 			rep.Results = append(rep.Results, rs...)
 		}
-		rep.Results = append(rep.Results, c.checkAcross(ctx, card.interfaces)...)
 	}
 	rep.Requests = c.sent.Load()
 	rep.Duration = time.Since(start).Milliseconds()
