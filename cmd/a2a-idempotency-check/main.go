@@ -35,6 +35,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/a2akit/idempotency/servercheck"
@@ -94,9 +95,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *list {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		for _, c := range servercheck.Checks {
-			fmt.Fprintf(stdout, "%-18s %-36s %s\n", c.ID, c.Spec, c.Title)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.ID, c.Spec, c.Title)
 		}
+		tw.Flush()
 		return exitPass
 	}
 	if fs.NArg() != 1 {
