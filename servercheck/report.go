@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/a2akit/idempotency"
 )
 
 // WriteText writes the report for a person: the interfaces, a table of the results
@@ -15,7 +17,7 @@ import (
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Agent card: %s\n", r.CardURL)
-	fmt.Fprintf(&b, "Extension %s: ", "https://a2a-rust.com/extensions/idempotency/v1")
+	fmt.Fprintf(&b, "Extension %s: ", idempotency.ExtensionURI)
 	if r.Advertised {
 		b.WriteString("advertised\n")
 	} else {
