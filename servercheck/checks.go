@@ -35,6 +35,8 @@ var (
 		Title: "A streaming retry's first event is the first attempt's task, and it follows the task's live events to the end"}
 	checkDuringRun = Check{ID: "retry-during-run", Spec: "§3 in flight, §6 retries during a long run",
 		Title: "A retry while the first attempt runs gets its task (or 409 with Retry-After)"}
+	checkContextID = Check{ID: "context-id", Spec: "§3 scope (never the context id)",
+		Title: "A retry naming another context id does not run again: it gets the task (or, with the content check on, a conflict)"}
 	checkUnkeyed = Check{ID: "unkeyed", Spec: "§2 no key",
 		Title: "Unkeyed sends pass through untouched"}
 	checkHeaderCarrier = Check{ID: "header-carrier", Spec: "§2 second carrier",
@@ -49,7 +51,7 @@ var (
 
 // Checks lists every check, the card's first, in the order they run.
 var Checks = []Check{checkCard, checkInterface, checkMalformed, checkCutBody, checkReplay, checkMessageReplay,
-	checkReuse, checkLost, checkConcurrent, checkStream, checkDuringRun, checkUnkeyed, checkHeaderCarrier,
+	checkReuse, checkLost, checkConcurrent, checkStream, checkDuringRun, checkContextID, checkUnkeyed, checkHeaderCarrier,
 	checkExtHeader, checkRPCID, checkMarker, checkCrossInterface, checkTenantScope}
 
 // session is the run of the checks on one interface, and the answers they collected
@@ -97,6 +99,7 @@ func (c *client) checkInterface(ctx context.Context, iface Interface) []Result {
 		{checkConcurrent, s.concurrent},
 		{checkStream, s.streamRetry},
 		{checkDuringRun, s.duringRun},
+		{checkContextID, s.contextID},
 		{checkUnkeyed, s.unkeyedSends},
 		{checkHeaderCarrier, s.headerCarrier},
 		{checkExtHeader, s.extensionsHeader},

@@ -37,11 +37,11 @@
 //
 // # Bounds
 //
-// Every check sends a bounded number of requests: 33 per interface with the default
+// Every check sends a bounded number of requests: 35 per interface with the default
 // Options when nothing answers 409, never more than Options.MaxRequests in all
 // (default 300). Run stops at Options.Timeout (default 3 minutes). Against the
 // stdlib example (three HTTP interfaces, an agent that works 2 s) a run takes about
-// 20 s and 100 requests. Options.AgentDelay tells the checker
+// 22 s and 110 requests. Options.AgentDelay tells the checker
 // how long the agent takes to answer a send: it waits that much longer for answers,
 // and sends the retries of the "during a run" checks while the run should still be
 // going. Every send carries a fresh random key and message id, and a text that names

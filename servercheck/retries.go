@@ -303,6 +303,38 @@ func (s *session) duringRun(ctx context.Context) Result {
 		retryAt.Round(time.Millisecond), firstTook.Round(time.Millisecond), note))
 }
 
+// contextID: a keyed send, then its retry naming another context id. The key's scope
+// never includes the context id, so the retry is the same send: it gets the task, or,
+// where the server compares the retry's content with the first attempt's (SPEC's
+// optional content check), is refused as a conflict; it never runs again.
+func (s *session) contextID(ctx context.Context) Result {
+	snd := s.newSend("context-id")
+	a := s.do(ctx, snd, nil)
+	s.learn(a)
+	if a.err != nil {
+		return notChecked(a, "the first send got no answer")
+	}
+	if !produced(a) {
+		return fail("a keyed first send got "+a.describe()+", want a task or a Message", a.ex)
+	}
+	s.first(a)
+	snd.contextID = newID("check-ctx-")
+	answers := s.untilProduced(ctx, snd, s.triesFor())
+	b := answers[len(answers)-1]
+	switch {
+	case b.err != nil:
+		return notChecked(b, "the retry got no answer")
+	case produced(b) && !sameProduct(a, b):
+		return fail(fmt.Sprintf("the retry naming another context id got %s, the first attempt %s: the send ran twice (the context id is never part of a key's scope)", product(b), product(a)), a.ex, b.ex)
+	case produced(b):
+		s.replayed(b)
+		return pass("the retry naming another context id got " + product(b) + " again")
+	case b.kind == kindError && !inFlight(b):
+		return pass("the retry naming another context id was refused (" + b.describe() + "): the server compares a retry's content with the first attempt's; nothing ran again")
+	}
+	return fail("the retry naming another context id got "+b.describe(), a.ex, b.ex)
+}
+
 // unkeyedSends: two unkeyed sends run as the server runs them, unrefused.
 func (s *session) unkeyedSends(ctx context.Context) Result {
 	var got []string

@@ -98,7 +98,7 @@ func TestKitPasses(t *testing.T) {
 	}
 	st := statuses(rep)
 	for _, id := range []string{"card", "malformed-keys", "cut-request", "replay", "key-reuse", "lost-answer",
-		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id", "cross-interface"} {
+		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id", "cross-interface", "context-id"} {
 		if st[id] != servercheck.Pass {
 			t.Errorf("check %s: %s, want pass", id, st[id])
 		}
@@ -163,7 +163,7 @@ func TestAdvertisedWithoutDeduplicationFails(t *testing.T) {
 	}
 	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
 		for _, id := range []string{"malformed-keys", "replay", "key-reuse", "lost-answer", "concurrent",
-			"stream-retry", "retry-during-run", "extensions-header"} {
+			"stream-retry", "retry-during-run", "context-id", "extensions-header"} {
 			r, ok := rep.Result(id, iface)
 			if !ok || r.Status != servercheck.Fail {
 				t.Errorf("%s on %s: %s (%s), want fail", id, iface, r.Status, r.Detail)
