@@ -41,9 +41,9 @@
 // Options when nothing answers 409, never more than Options.MaxRequests in all
 // (default 300). Run stops at Options.Timeout (default 3 minutes). Against the
 // stdlib example (three HTTP interfaces, an agent that works 2 s) a run takes about
-// 22 s and 110 requests. Options.AgentDelay tells the checker
-// how long the agent takes to answer a send: it waits that much longer for answers,
-// and sends the retries of the "during a run" checks while the run should still be
-// going. Every send carries a fresh random key and message id, and a text that names
-// the check, so the checker's tasks are easy to find and never collide.
+// 22 s and 110 requests. Options.AgentDelay tells the checker how long the agent
+// takes to answer a send: it waits that much longer for answers, and sends the
+// retries of the "during a run" checks while the run should still be going. Every
+// send carries a fresh random key and message id, and a text that names the check,
+// so the checker's tasks are easy to find and never collide.
 package servercheck

@@ -19,9 +19,9 @@
 // failed but some could not run (-timeout or -max-requests ran out, the server
 // stopped answering).
 //
-// The checker sends at most -max-requests requests (35 per interface when nothing answers 409) and
-// stops after -timeout. Every send carries a fresh random key and message id; the
-// tasks it creates have texts beginning with -text.
+// The checker sends at most -max-requests requests (35 per interface when nothing
+// answers 409) and stops after -timeout. Every send carries a fresh random key and
+// message id; the tasks it creates have texts beginning with -text.
 package main
 
 import (
