@@ -67,12 +67,9 @@ func pair(ifaces []Interface, sameTenant bool) (Interface, Interface, bool) {
 func (c *client) crossInterface(ctx context.Context, a, b Interface) Result {
 	s := &session{c: c, iface: a}
 	snd := s.newSend("cross-interface")
-	first := s.do(ctx, snd, nil)
-	if first.err != nil {
-		return notChecked(first, "the first send got no answer")
-	}
-	if !produced(first) {
-		return fail("a keyed first send got "+first.describe()+", want a task or a Message", first.ex)
+	first, stop := s.firstSend(ctx, snd)
+	if stop != nil {
+		return *stop
 	}
 	snd.iface = b
 	answers := s.untilProduced(ctx, snd, s.triesFor())
@@ -94,12 +91,9 @@ func (c *client) crossInterface(ctx context.Context, a, b Interface) Result {
 func (c *client) tenantScope(ctx context.Context, a, b Interface) Result {
 	s := &session{c: c, iface: a}
 	snd := s.newSend("tenant-scope")
-	first := s.do(ctx, snd, nil)
-	if first.err != nil {
-		return notChecked(first, "the first send got no answer")
-	}
-	if !produced(first) {
-		return fail("a keyed first send got "+first.describe()+", want a task or a Message", first.ex)
+	first, stop := s.firstSend(ctx, snd)
+	if stop != nil {
+		return *stop
 	}
 	other := (&session{c: c, iface: b}).newSend("tenant-scope other")
 	other.key = snd.key

@@ -277,6 +277,24 @@ func (s *session) triesFor() int {
 	return 6 + int(s.c.opts.AgentDelay/(500*time.Millisecond))
 }
 
+// firstSend sends snd, a keyed send with a fresh key, and records its answer as a
+// first send's. It returns the result to report instead when the answer is not a
+// task or a Message.
+func (s *session) firstSend(ctx context.Context, snd send) (*answer, *Result) {
+	a := s.do(ctx, snd, nil)
+	s.learn(a)
+	if a.err != nil {
+		r := notChecked(a, "the first send got no answer")
+		return a, &r
+	}
+	if !produced(a) {
+		r := fail("a keyed first send got "+a.describe()+", want a task or a Message", a.ex)
+		return a, &r
+	}
+	s.first(a)
+	return a, nil
+}
+
 // learn records what the server answers keyed sends with.
 func (s *session) learn(a *answer) {
 	if s.replier == kindNone && produced(a) {
@@ -451,16 +469,11 @@ func (s *session) replayPair(ctx context.Context) (Result, bool) {
 	}
 	s.replayDone = true
 	snd := s.newSend("replay")
-	a := s.do(ctx, snd, nil)
-	s.learn(a)
+	a, stop := s.firstSend(ctx, snd)
 	res := func() Result {
-		if a.err != nil {
-			return notChecked(a, "the first send got no answer")
+		if stop != nil {
+			return *stop
 		}
-		if !produced(a) {
-			return fail("a keyed first send got "+a.describe()+", want a task or a Message", a.ex)
-		}
-		s.first(a)
 		answers := s.untilProduced(ctx, snd, s.triesFor())
 		b := answers[len(answers)-1]
 		switch {

@@ -18,15 +18,10 @@ import (
 // refusal names nothing of the first message.
 func (s *session) reuse(ctx context.Context) Result {
 	first := s.newSend("key-reuse")
-	a := s.do(ctx, first, nil)
-	s.learn(a)
-	if a.err != nil {
-		return notChecked(a, "the first send got no answer")
+	a, stop := s.firstSend(ctx, first)
+	if stop != nil {
+		return *stop
 	}
-	if !produced(a) {
-		return fail("a keyed first send got "+a.describe()+", want a task or a Message", a.ex)
-	}
-	s.first(a)
 	other := s.newSend("key-reuse other")
 	other.key = first.key
 	b := s.other(s.do(ctx, other, nil))
@@ -309,15 +304,10 @@ func (s *session) duringRun(ctx context.Context) Result {
 // optional content check), is refused as a conflict; it never runs again.
 func (s *session) contextID(ctx context.Context) Result {
 	snd := s.newSend("context-id")
-	a := s.do(ctx, snd, nil)
-	s.learn(a)
-	if a.err != nil {
-		return notChecked(a, "the first send got no answer")
+	a, stop := s.firstSend(ctx, snd)
+	if stop != nil {
+		return *stop
 	}
-	if !produced(a) {
-		return fail("a keyed first send got "+a.describe()+", want a task or a Message", a.ex)
-	}
-	s.first(a)
 	snd.contextID = newID("check-ctx-")
 	answers := s.untilProduced(ctx, snd, s.triesFor())
 	b := answers[len(answers)-1]
