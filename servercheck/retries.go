@@ -415,9 +415,9 @@ func (s *session) extensionsHeader(context.Context) Result {
 }
 
 // listsExtension reports whether h's A2A-Extensions (one line per URI, or
-// comma-separated) names the extension.
+// comma-separated; X-A2A-Extensions, v0.3's name, too) names the extension.
 func listsExtension(h http.Header) bool {
-	for _, v := range h.Values("A2A-Extensions") {
+	for _, v := range append(h.Values("A2A-Extensions"), h.Values("X-A2A-Extensions")...) {
 		for _, uri := range strings.Split(v, ",") {
 			if strings.TrimSpace(uri) == idempotency.ExtensionURI {
 				return true
