@@ -33,9 +33,12 @@ func TestLongSendOutlivesItsLease(t *testing.T) {
 		first <- err
 	}()
 	time.Sleep(3 * lease) // the claim's first lease ended long ago
-	_, err := s.raw(t).SendMessage(context.Background(), rawRequest(t, req))
+	// (A retry that took the claim over would hold in the agent: bound its wait.)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := s.raw(t).SendMessage(ctx, rawRequest(t, req))
 	wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
-	_, err = s.client(t, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), req)
+	_, err = s.client(t, a2a.TransportProtocolJSONRPC).SendMessage(ctx, req)
 	if err == nil || !errors.Is(err, a2a.ErrServerError) && !strings.Contains(err.Error(), "409") {
 		t.Errorf("HTTP retry while the gRPC send runs: %v; want 409 in flight", err)
 	}
