@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/testkit"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
