@@ -36,7 +36,9 @@ type Options struct {
 
 	// Lease, SoleInstance, ReplayWait, IndexTimeout, Logger and Observe are those of
 	// [middleware.Options]; set them as for the HTTP middleware on the same index.
-	// Events report the binding [middleware.BindingGRPC].
+	// Events report the binding [middleware.BindingGRPC]. The engine extends a
+	// running send's lease as it does on HTTP, so a send may run for longer than its
+	// lease: a retry waits (ABORTED) until it binds.
 	Lease        time.Duration
 	SoleInstance bool
 	ReplayWait   time.Duration

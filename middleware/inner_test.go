@@ -116,3 +116,28 @@ func TestRetryToUnmountedPathIsNotTransient(t *testing.T) {
 		t.Errorf("retry to an unmounted path: %d (Retry-After %q) %s; want the client error it is", status, h.Get("Retry-After"), body)
 	}
 }
+
+// A v0.3 retry whose task the codec cannot convert gets an answer that says so, not
+// a transient 503 (no retry can mend it) and not the codec's text.
+func TestUnconvertibleTaskIsNotTransient(t *testing.T) {
+	odd := &oddServer{answer: func(w http.ResponseWriter, r *http.Request, c oddCall) {
+		switch c.Method {
+		case "message/send":
+			rpcResult(w, c, `{"kind":"task","id":"t-1","contextId":"c","status":{"state":"completed"}}`)
+		case "tasks/get":
+			rpcResult(w, c, `{"kind":"task","id":"t-1","contextId":"c","status":{"state":"completed"},`+
+				`"history":[{"kind":"message","messageId":"h","role":"user","parts":[{"kind":"bogus"}]}]}`)
+		}
+	}}
+	front := oddFront(t, newIndex(), quietOptions(), odd)
+	call := []byte(`{"jsonrpc":"2.0","id":"1","method":"message/send","params":{"message":{"kind":"message",` +
+		`"messageId":"m-1","role":"user","parts":[{"kind":"text","text":"hi"}],` +
+		`"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`)
+	if status, _, body := postTo(t, context.Background(), front.URL+"/", call); status != http.StatusOK {
+		t.Fatalf("first send: %d %s", status, body)
+	}
+	status, h, body := postTo(t, context.Background(), front.URL+"/", call)
+	if status == http.StatusServiceUnavailable || h.Get("Retry-After") != "" || containsAny(body, "bogus", "invalid part", "unknown kind") {
+		t.Errorf("retry: %d (Retry-After %q) %s; want an answer that is not transient and carries no codec text", status, h.Get("Retry-After"), body)
+	}
+}

@@ -3,9 +3,12 @@ package anyserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/a2akit/idempotency"
 	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -142,4 +146,71 @@ func measureExtend(t *testing.T, db sqlstore.DB, table string) {
 	}
 	slices.Sort(took)
 	t.Logf("Extend on PostgreSQL: p50 %v, p99 %v, max %v", took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
+}
+
+// Issue 23, bug 2: the sidecar's upstream header timeout fires while the a2a-go
+// server runs the agent (the request was written): the sidecar answers 502, and the
+// key stays pending, so the retry a client makes on a 502 waits and gets 409; it does
+// not run the agent a second time while the first run goes on.
+func TestUpstreamTimeoutKeepsKeyPending(t *testing.T) {
+	bin := proxyBin
+	if b := os.Getenv("IDEMPOTENCY_PROXY_BIN"); b != "" {
+		bin = b
+	}
+	up := startUpstream(t, "-no-streaming")
+	base := startProcess(t, bin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "ERROR", "-replay-wait", "100ms",
+		"-upstream-header-timeout", "300ms").url
+	for _, b := range st.Bindings {
+		m := st.NewMsg(b, false, "wait 1500ms hop "+string(b))
+		first, err := st.Send(context.Background(), base, m)
+		if err != nil || first.Status != 502 {
+			t.Fatalf("%s: first send: %v %v; want the sidecar's 502", b, first, err)
+		}
+		retry, err := st.Send(context.Background(), base, m)
+		if err != nil || retry.Status != 409 {
+			t.Errorf("%s: retry after the 502: %v %v; want 409 (the first run goes on)", b, retry, err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	checkRuns(t, up, int64(len(st.Bindings)))
+}
+
+// SPEC §8: a send the a2a-go server refused (-32602 for a message without parts)
+// holds no key, also when the client reset the connection right after writing it:
+// the detached forward reads the refusal and releases the key.
+func TestRefusedSendHoldsNoKeyWhenClientLeft(t *testing.T) {
+	up := startUpstream(t)
+	index := memstore.New(memstore.Options{})
+	base := startInProcess(t, index, up, kit{lease: time.Minute, replayWait: 100 * time.Millisecond}.options())
+	for _, b := range st.Bindings {
+		key := idempotency.NewKey()
+		msg := `{"messageId":"m-` + key[:8] + `","role":"ROLE_USER","parts":[],"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}`
+		body, path := `{"message":`+msg+`}`, "/rest/message:send"
+		if b == st.JSONRPC {
+			body, path = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":`+msg+`}}`, "/jsonrpc"
+		}
+		conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close() // a reset, right after writing
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			_, held, err := index.Lookup(context.Background(), "", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !held {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the server refused the send, but its key is still held after the client left", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	checkRuns(t, up, 0)
 }
