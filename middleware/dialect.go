@@ -101,10 +101,6 @@ func (p Produced) isTask() bool { return p.TaskID != "" && !p.update }
 // Message.
 func (p Produced) isEvent() bool { return p.TaskID != "" || p.Reply != nil }
 
-// failed reports whether p is an error answer: a refusal, or an error of unknown
-// outcome.
-func (p Produced) failed() bool { return p.Refused || p.fail != nil }
-
 // failKind classifies the errors the middleware answers with; each dialect maps a
 // kind to its own codes.
 type failKind int
