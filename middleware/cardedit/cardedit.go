@@ -1,8 +1,9 @@
 // Package cardedit edits an A2A agent card as bytes: it changes the members it is
 // asked to change and copies every other byte of the card as the server wrote it,
 // so member order, formatting, unknown members and escapes survive. The middleware
-// uses it to list the idempotency extension; the sidecar uses it to point the
-// card's interfaces at its public URL.
+// uses it to list the idempotency extension; the sidecar (cmd/a2a-idempotency-proxy)
+// uses it to point the card's interfaces at its public URL; a card handler or proxy
+// of your own can do either. It imports the standard library only.
 //
 // Members are found the way encoding/json (and so a2a-go's client) finds them:
 // names match case-insensitively, with Go's folding, and of duplicate members the
