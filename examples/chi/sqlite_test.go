@@ -12,6 +12,10 @@ import (
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
 )
 
+// The tests in this package start the server in-process and read the agent's runs
+// from /debug/vars, which counts every run in the process: they must not run in
+// parallel. examples/production runs the demonstrations on PostgreSQL, with tenants.
+
 // TestSQLite runs the demonstration against the chi server with its tasks and keys in
 // a SQLite file: on the tenant path (/tenants/{tenant}/...), on JSON-RPC with a
 // tenant, and on HTTP+JSON without one.

@@ -156,3 +156,42 @@ const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stm
 func SQLiteDSN(path string) string {
 	return "sqlite:file:" + path + "?" + sqliteParams
 }
+
+// Postgres returns the DSN of the test database ([testkit.PostgresDSN]) once it has
+// answered a ping: it skips tb when the variable is unset, and fails it when the
+// database cannot be reached.
+func Postgres(tb testing.TB) string {
+	tb.Helper()
+	dsn := testkit.PostgresDSN(tb)
+	db, err := OpenDB(dsn)
+	if err != nil {
+		tb.Fatalf("%s: %v", testkit.PostgresDSNVar, err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		tb.Fatalf("%s is set but the database cannot be reached: %v", testkit.PostgresDSNVar, err)
+	}
+	return dsn
+}
+
+// TempTable returns a table name no other run uses (prefix, "_" and random hex), for
+// a server under test to create in the PostgreSQL database at dsn, and drops that
+// table when tb ends.
+func TempTable(tb testing.TB, dsn, prefix string) string {
+	tb.Helper()
+	table := testkit.RandomName(prefix + "_")
+	tb.Cleanup(func() {
+		db, err := OpenDB(dsn)
+		if err != nil {
+			tb.Errorf("drop %s: %v", table, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP TABLE IF EXISTS "` + table + `"`); err != nil {
+			tb.Errorf("drop %s: %v", table, err)
+		}
+	})
+	return table
+}

@@ -1,0 +1,46 @@
+//go:build cgo
+
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/a2akit/idempotency/examples/internal/exampletest"
+)
+
+// TestSQLite runs the demonstration on both bindings, and with a tenant, against the
+// server with its tasks and keys in a SQLite file, as `go run ./examples/production`
+// starts it.
+func TestSQLite(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "idempotency.db")
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-delay", "1s")
+	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
+	for _, tc := range []struct{ binding, tenant string }{
+		{"jsonrpc", ""},
+		{"rest", ""},
+		{"rest", "acme"},
+	} {
+		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
+		})
+	}
+}
+
+// TestReplyMessage runs the demonstration against an agent that answers with a
+// Message at once: a retry gets the same Message, and the agent ran once.
+func TestReplyMessage(t *testing.T) {
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
+	for _, binding := range []string{"jsonrpc", "rest"} {
+		t.Run(binding, func(t *testing.T) {
+			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
+		})
+	}
+}
+
+// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
+// after a restart on the file a retry of a send from before gets the send's task.
+func TestRestart(t *testing.T) {
+	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
+}
