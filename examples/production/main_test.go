@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
@@ -22,16 +21,7 @@ func TestPostgres(t *testing.T) {
 	tasks := exampletest.PostgresTable(t, dsn, "examples_production_tasks")
 	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks and keys in PostgreSQL")
-	for _, tc := range []struct{ binding, tenant string }{
-		{"jsonrpc", ""},
-		{"rest", ""},
-		{"rest", "acme"},
-		{"jsonrpc", "acme"},
-	} {
-		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
-		})
-	}
+	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme", "jsonrpc acme")
 }
 
 func TestBadFlags(t *testing.T) {

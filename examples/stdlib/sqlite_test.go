@@ -4,7 +4,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
@@ -17,15 +16,7 @@ func TestSQLite(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
 	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	for _, tc := range []struct{ binding, tenant string }{
-		{"jsonrpc", ""},
-		{"rest", ""},
-		{"rest", "acme"},
-	} {
-		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
-		})
-	}
+	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme")
 }
 
 // TestReplyMessage runs the demonstration against an agent that answers with a

@@ -178,6 +178,19 @@ func PostgresDSN(t *testing.T) string { return testdb.Postgres(t) }
 // table when the test ends, so that runs sharing the database do not collide.
 func PostgresTable(t *testing.T, dsn, prefix string) string { return testdb.TempTable(t, dsn, prefix) }
 
+// CheckTaskDemos runs the demonstration against srv once per demo, each as a
+// subtest, and checks what each observed (CheckTaskDemo). A demo is a binding
+// (jsonrpc or rest), optionally followed by a space and a tenant: "rest acme".
+func CheckTaskDemos(t *testing.T, srv *Server, demos ...string) {
+	t.Helper()
+	for _, demo := range demos {
+		binding, tenant, _ := strings.Cut(demo, " ")
+		t.Run(demo, func(t *testing.T) {
+			CheckTaskDemo(t, RunDemo(t, DemoOptions(srv.URL, binding, tenant)))
+		})
+	}
+}
+
 // DemoOptions are the demonstration's options for a server whose agent works for
 // about a second: the client gives up on first attempts after 300 ms.
 func DemoOptions(url, binding, tenant string) retrydemo.Options {
