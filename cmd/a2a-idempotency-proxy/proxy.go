@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/cardedit"
+	"github.com/a2akit/idempotency/middleware/cardedit"
 )
 
 // Where A2A serves the agent card: since v0.3, and before (still served by many v0.3

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
+	st "github.com/a2akit/idempotency/internal/testkit/sendtest"
 )
 
 // each runs check for every front and binding, in parallel.
