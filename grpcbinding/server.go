@@ -333,7 +333,7 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.header()
+	x.servedFromFirstAttempt()
 	if reply != nil {
 		return &a2apb.SendMessageResponse{Payload: &a2apb.SendMessageResponse_Message{Message: reply}}, nil
 	}
@@ -344,7 +344,7 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 // live events as SubscribeToTask gives them; a task that has finished (a2a-go then
 // refuses the subscription) is answered alone, and a Message reply again.
 func (x *call) replayStream(step *middleware.Step) error {
-	x.header()
+	x.servedFromFirstAttempt()
 	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
 	if step.Record.Reply == nil {
 		sub := &subscribeStream{ServerStream: x.ss, x: x}
@@ -478,6 +478,11 @@ func (x *call) header() {
 	}
 	_ = grpc.SetHeader(x.ctx, md)
 }
+
+// servedFromFirstAttempt sets the header metadata of every answer served from a
+// first attempt (a replay, an attach to its live events, its Message reply again):
+// the one place for them. A first send's own answers name the extension only.
+func (x *call) servedFromFirstAttempt() { x.header() }
 
 func (x *call) setTrailer(md metadata.MD) {
 	if x.ss != nil {

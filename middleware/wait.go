@@ -48,7 +48,7 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 		since(&send.t.wait, waited)
 		interval = min(2*interval, 250*time.Millisecond)
 		got, found, err := c.lookup(ctx, send.k, &send.t)
-		if err == nil && found && got.MessageID == send.MessageID && got.Reply != nil {
+		if err == nil && found && got.MessageID == send.k.messageID && got.Reply != nil {
 			return got.Reply, nil
 		}
 	}
