@@ -31,10 +31,11 @@ const oldStoreEnv = "A2A_IDEMPOTENCY_PROXY_STORE"
 // defaultStore is the -store default.
 const defaultStore = "idempotency-proxy.db"
 
-// version is the sidecar's version; the Dockerfile sets it with
-// -ldflags "-X main.version=...". When empty, the module version go install
-// recorded is used ("(devel)" in a checkout).
-var version = ""
+// version and revision are the sidecar's version and VCS revision; the Dockerfile
+// sets them with -ldflags "-X main.version=... -X main.revision=...". When empty,
+// what the go command recorded is used: the module version of go install
+// ("(devel)" in a checkout) and vcs.revision.
+var version, revision = "", ""
 
 // earlyBindModes are the values of -early-bind.
 var earlyBindModes = map[string]middleware.EarlyBind{
@@ -286,22 +287,25 @@ func validHeaderName(s string) bool {
 }
 
 // buildInfo returns the sidecar's version and VCS revision, as built.
-func buildInfo() (ver, revision string) {
-	ver, revision = version, "unknown"
+func buildInfo() (ver, rev string) {
+	ver, rev = version, revision
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if ver == "" {
 			ver = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
+			if s.Key == "vcs.revision" && rev == "" {
+				rev = s.Value
 			}
 		}
 	}
 	if ver == "" {
 		ver = "(devel)"
 	}
-	return ver, revision
+	if rev == "" {
+		rev = "unknown"
+	}
+	return ver, rev
 }
 
 // versionLine is what -version prints.
