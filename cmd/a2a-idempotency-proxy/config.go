@@ -63,6 +63,9 @@ type config struct {
 	principalHeader string
 	// unbounded are path prefixes whose bodies are not bounded (uploads).
 	unbounded []string
+	// mounts are the HTTP+JSON mounts the upstream's card lists, learnt as the
+	// proxy serves it (not a flag).
+	mounts *restMounts
 
 	mw middleware.Options
 

@@ -131,7 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(c.trusted) > 0 {
 		fromTrusted = pub.fromTrusted
 	}
-	c.mw.Scope = newScope(c.tenantPaths, c.principalHeader, fromTrusted)
+	c.mounts = &restMounts{}
+	c.mw.Scope = newScope(c.tenantPaths, c.mounts, c.principalHeader, fromTrusted)
 	c.mw.Reads = limit.reads
 	c.mw.Logger = log
 	c.mw.Observe = met.observe

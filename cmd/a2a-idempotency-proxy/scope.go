@@ -46,8 +46,10 @@ func checkTenantPaths(templates []string) (err error) {
 // so it keeps apart every pair of sends the server might run as two:
 //
 //   - a JSON-RPC send, and an HTTP+JSON send at a path with no prefix
-//     (/message:send), are in the key space of the tenant the body names;
-//   - an HTTP+JSON send whose prefix matches a template (default /tenants/{*}, then
+//     (/message:send) or at a mount the upstream's card lists (restMounts: /rest
+//     for an interface http://upstream/rest), are in the key space of the tenant
+//     the body names;
+//   - an HTTP+JSON send whose prefix (below the card's mount, if any) matches a template (default /tenants/{*}, then
 //     /{*}: /tenants/acme/message:send and /acme/message:send are tenant acme's) is
 //     in the key space of the tenant the path names, whatever the body says; so a
 //     JSON-RPC retry naming that tenant meets it;
@@ -60,19 +62,35 @@ func checkTenantPaths(templates []string) (err error) {
 // With principalHeader set, the caller the header names is part of the scope too,
 // and a keyed send without it is refused; when fromTrusted is not nil, so is a keyed
 // send that names a caller but does not come from a trusted proxy.
-func newScope(templates []string, principalHeader string, fromTrusted func(*http.Request) bool) func(r *http.Request, tenant string) (string, error) {
+func newScope(templates []string, mounts *restMounts, principalHeader string, fromTrusted func(*http.Request) bool) func(r *http.Request, tenant string) (string, error) {
 	byPath := make([]func(*http.Request, string) (string, error), len(templates))
+	segments := make([]int, len(templates))
 	for i, t := range templates {
 		byPath[i] = middleware.TenantPathScope(t)
+		segments[i] = countSegments(strings.NewReplacer("{", "", "}", "").Replace(t))
 	}
 	return func(r *http.Request, tenant string) (string, error) {
 		scope := strconv.Quote(tenant)
-		if prefix, ok := restPrefix(r); ok && prefix != "" {
+		prefix, ok := restPrefix(r)
+		if below, mounted := mounts.below(prefix); ok && mounted {
+			prefix = below // the templates match what follows the card's mount
+		}
+		if ok && prefix != "" {
 			matched := false
-			for _, f := range byPath {
+			rr := r
+			if rr.URL.Path != prefix+restSendSuffix && rr.URL.Path != prefix+restStreamSuffix {
+				rr = r.Clone(r.Context())
+				rr.URL.Path = prefix + restSendSuffix
+			}
+			for i, f := range byPath {
 				// TenantPathScope returns the tenant the path names when the template
-				// matches (never empty), else the tenant it is given: here "".
-				if t, err := f(r, ""); err == nil && t != "" {
+				// matches the start of the prefix (never empty), else the tenant it is
+				// given: here "". Only a template that spans the whole prefix names
+				// the send's tenant: under /{*}, /a/b/message:send is not tenant a's.
+				if countSegments(prefix) != segments[i] {
+					continue
+				}
+				if t, err := f(rr, ""); err == nil && t != "" {
 					scope, matched = strconv.Quote(t), true
 					break
 				}
@@ -106,4 +124,15 @@ func restPrefix(r *http.Request) (string, bool) {
 		return p, true
 	}
 	return strings.CutSuffix(r.URL.Path, restSendSuffix)
+}
+
+// countSegments counts the non-empty segments of a path.
+func countSegments(p string) int {
+	n := 0
+	for s := range strings.SplitSeq(p, "/") {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -339,7 +339,7 @@ func TestMetricsAtStart(t *testing.T) {
 		t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
 	for _, o := range []string{"claimed", "released", "failed", "replayed", "in_flight", "conflict", "refused",
-		"unsupported", "unavailable", "task_gone", "internal", "abandoned"} {
+		"unsupported", "unavailable", "task_gone", "internal", "abandoned", "unreplayable"} {
 		for _, b := range []string{"JSONRPC", "HTTP+JSON"} {
 			for _, v := range []string{"1.0", "0.3"} {
 				for _, s := range []string{"false", "true"} {

@@ -86,6 +86,7 @@ var (
 		middleware.OutcomeClaimed, middleware.OutcomeReleased, middleware.OutcomeFailed, middleware.OutcomeReplayed,
 		middleware.OutcomeInFlight, middleware.OutcomeConflict, middleware.OutcomeRefused, middleware.OutcomeUnsupported,
 		middleware.OutcomeUnavailable, middleware.OutcomeTaskGone, middleware.OutcomeInternal, middleware.OutcomeAbandoned,
+		middleware.OutcomeUnreplayable,
 	}
 	Bindings         = []middleware.ProtocolBinding{middleware.BindingJSONRPC, middleware.BindingHTTPJSON, middleware.BindingGRPC}
 	ProtocolVersions = []middleware.ProtocolVersion{middleware.Version10, middleware.Version03}
