@@ -38,8 +38,11 @@
 // A key's scope is the tenant the server routes the send by: the body's tenant, or
 // for an HTTP+JSON send the tenant its path names (-tenant-path, default
 // /tenants/{*} then /{*}, the templates of a2a-go's NewTenantRESTHandler), so that
-// /tenants/acme/message:send and /tenants/globex/message:send never share keys; a
-// send under a path no template matches is scoped by that path. -principal-header
+// /tenants/acme/message:send and /tenants/globex/message:send never share keys. A
+// send at the HTTP+JSON mount the upstream's card lists (/rest for an interface
+// http://upstream/rest) is in the body's tenant's key space, as a JSON-RPC send is,
+// so that a retry over the other binding meets it; a send under a path no template
+// matches is scoped by that path. -principal-header
 // names a header an authenticating proxy in front sets to the caller: the caller is
 // then part of every scope, and keyed sends without it are refused.
 //
