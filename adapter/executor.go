@@ -183,18 +183,36 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 		}
 		return e.agent.Execute(ctx, execCtx)
 	}
+	if execCtx.StoredTask != nil {
+		// A follow-up: its task exists, so the key is bound to it before the agent
+		// runs (FollowUpBinder has bound it already, when installed).
+		return func(yield func(a2a.Event, error) bool) {
+			binding := idempotency.Binding{TaskID: string(execCtx.TaskID)}
+			if err := bindClaim(ctx, e.logger, claim, execCtx.Message, binding); err != nil {
+				yield(nil, err)
+				return
+			}
+			for event, err := range e.agent.Execute(ctx, execCtx) {
+				if !yield(event, err) {
+					return
+				}
+			}
+		}
+	}
 	return func(yield func(a2a.Event, error) bool) {
-		binding := idempotency.Binding{TaskID: string(execCtx.TaskID)}
-		if err := bindClaim(ctx, e.logger, claim, execCtx.Message, binding); err != nil {
-			yield(nil, err)
+		if claim.MessageID() != execCtx.Message.ID {
+			yield(nil, bindClaim(ctx, e.logger, claim, execCtx.Message, idempotency.Binding{TaskID: string(execCtx.TaskID)}))
 			return
 		}
 		first := true
 		for event, err := range e.agent.Execute(ctx, execCtx) {
-			if first {
+			if first && err == nil && event != nil {
 				first = false
-				if msg, ok := event.(*a2a.Message); ok && err == nil && execCtx.StoredTask == nil {
-					e.recordReply(ctx, claim, execCtx.TaskID, msg)
+				// The agent has produced something: from now on a failure of the send
+				// must not release the key.
+				claim.Hold()
+				if msg, ok := event.(*a2a.Message); ok {
+					e.recordReply(ctx, claim, msg)
 				}
 			}
 			if !yield(event, err) {
@@ -205,15 +223,17 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 }
 
 // recordReply binds the agent's Message reply to the claim. A failure is logged only:
-// the Message is passed on either way.
-func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSend, taskID a2a.TaskID, msg *a2a.Message) {
+// the Message is passed on either way, and the middleware binds the reply it reads
+// from the answer.
+func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSend, msg *a2a.Message) {
 	reply, err := json.Marshal(msg)
 	if err == nil {
-		err = claim.Bind(ctx, idempotency.Binding{TaskID: string(taskID), Reply: reply})
+		err = claim.Bind(ctx, idempotency.Binding{Reply: reply})
 	}
 	if err != nil {
-		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; a retry of this send will get TaskNotFound",
-			claimAttrs(claim, string(taskID), err)...)
+		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; the middleware will bind the reply it "+
+			"reads from the answer, and if it cannot either, the key stays pending until its lease ends",
+			claimAttrs(claim, "", err)...)
 	}
 }
 

@@ -413,6 +413,11 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, cr car
 		switch {
 		case bound:
 			// The code behind bound a task before failing: retries replay it.
+		case cs.holding():
+			// The code behind said the send may have had effects (the agent started):
+			// releasing could run it twice.
+			c.logSend(ctx, send, slog.LevelWarn, "idempotency: keyed send failed after it may have had effects, before "+
+				"anything bound its key; the key stays pending until its lease ends")
 		case gone && !hooked:
 			// The client went away, and nothing tells whether the agent started in
 			// the background (a2a-go runs it on a context that outlives the request).
