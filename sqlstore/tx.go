@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
 )
 
 // BindTx binds (scope, key) under token to b as [Store.Bind] does, with the same
@@ -22,4 +23,33 @@ func (s *Store) BindTx(ctx context.Context, tx *sql.Tx, scope, key string, token
 		return fmt.Errorf("sqlstore: bind: %w: nil transaction", idempotency.ErrInvalidArgument)
 	}
 	return s.bind(ctx, tx, scope, key, token, b)
+}
+
+// EndLeases ends, now, the lease of every pending claim of the table (claimed, neither
+// bound nor released), so that the next identical send takes it over at once instead
+// of when its lease would have ended, and returns how many it ended. It is one
+// UPDATE, on the store's clock.
+//
+// Call it only where every process that could still be running one of those sends
+// is known to be gone: at the start of the only process that runs keyed sends on the
+// table (the one a crash or a stop replaced), before it serves. Never while replicas
+// share the table or during a rolling deploy, where the claims of a live process
+// would be taken over and its sends run twice.
+func (s *Store) EndLeases(ctx context.Context) (int64, error) {
+	now := "now()"
+	switch {
+	case s.now != nil && s.dialect == PostgreSQL:
+		now = "$1::timestamptz"
+	case s.now != nil:
+		now = "?1"
+	case s.dialect == SQLite:
+		now = sqlrun.SQLiteNowMicros
+	}
+	query := `UPDATE ` + s.table.quoted() + ` SET lease_expires_at = ` + now +
+		` WHERE task_id IS NULL AND reply IS NULL AND lease_expires_at > ` + now
+	n, err := s.exec(ctx, query, s.args()...)
+	if err != nil {
+		return 0, s.fail(ctx, "end leases", err)
+	}
+	return n, nil
 }

@@ -245,3 +245,27 @@ func (s *Store) EndStopped(ctx context.Context, batch int) (int64, error) {
 		}
 	}
 }
+
+// Restarted is for the start of the only process that runs the sends of this store's
+// tables, before it serves (the process it replaces, after a crash or a stop, is
+// gone): it ends every task left active by a watched run as failed at once, as
+// [Store.EndStopped] would once their liveness ended, and, with [Options.Keys], ends
+// the lease of every pending claim ([sqlstore.Store.EndLeases]), so that an identical
+// retry of a send that died before its task was stored runs at once instead of once
+// the lease has ended. It returns how many tasks it ended and how many leases.
+//
+// Never call it while another process may run sends on these tables (replicas, a
+// rolling deploy, a2a-go's cluster mode): their runs would be ended as failed while
+// they go on, and their claims taken over.
+func (s *Store) Restarted(ctx context.Context) (tasks, leases int64, err error) {
+	if _, err := s.exec(ctx, s.q.stopAll, s.nowArg()); err != nil {
+		return 0, 0, s.fail(ctx, "restarted: end the liveness of runs", err)
+	}
+	if tasks, err = s.EndStopped(ctx, 0); err != nil {
+		return tasks, 0, err
+	}
+	if s.keys != nil {
+		leases, err = s.keys.EndLeases(ctx)
+	}
+	return tasks, leases, err
+}

@@ -45,6 +45,8 @@ type queries struct {
 	heartbeat string
 	// unwatch: $1 id. Says that no run of the task is watched any more.
 	unwatch string
+	// stopAll: $1 now or NULL. Ends the liveness of every watched run now.
+	stopAll string
 	// list: $1 owner, $2 context id or '', $3 state or '', $4 status after (ns) or NULL,
 	// $5 cursor time or NULL, $6 cursor id, $7 limit. id, task, updated_at, newest first.
 	list string
@@ -120,6 +122,7 @@ RETURNING version`, 5)
 	qs.heartbeat = q(`UPDATE {t} SET alive_until = {now} + {run2}
 WHERE alive_until IS NOT NULL AND id IN ({ids})`, 3)
 	qs.unwatch = q(`UPDATE {t} SET alive_until = NULL WHERE id = $1 AND alive_until IS NOT NULL`, 0)
+	qs.stopAll = q(`UPDATE {t} SET alive_until = {now} WHERE alive_until > {now}`, 1)
 
 	// The in-memory store keeps a task without a status timestamp whatever the
 	// timestamp filter says; so does this one.
