@@ -175,7 +175,7 @@ func check(t *testing.T, db, runsPath string, all []*outcome, restarted map[int]
 	runs := readRuns(t, runsPath)
 	tasks := taskCounts(t, db)
 	kinds := map[string]int{}
-	perKey := map[int]int{}    // runs started → keys
+	perKey := map[int]int{}       // runs started → keys
 	killPoint := map[string]int{} // what the killed process had done for the key
 	var inFlight int
 	var toRun []time.Duration // restart → first run of a key its killed predecessor did not finish
