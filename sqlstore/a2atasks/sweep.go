@@ -43,7 +43,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// PurgeExpired implements [idempotency.Sweeper] over both tables: first it deletes the
+// PurgeExpired implements [idempotency.Sweeper] over both tables: first it ends the
+// tasks of stopped runs as failed ([Store.EndStopped]; not counted in the report),
+// then it deletes the
 // terminal tasks (completed, canceled, failed, rejected) last updated at least
 // policy.TerminalTaskRetention ago (none when that is zero or less: tasks are then kept),
 // then, when [Options.Keys] is set, it runs the key sweep,
