@@ -191,6 +191,29 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersi
 	return 1, nil
 }
 
+// createTx is one attempt at createBound's transaction; it sets *n to the rows the
+// create affected.
+func (s *Store) createTx(ctx context.Context, claim *middleware.ClaimedSend, token idempotency.Token, taskID string, args []any, n *int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.fail(ctx, "create: begin", err)
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	if *n, err = sqlrun.Exec(ctx, tx, s.dialect == sqlstore.SQLite, s.q.create, args...); err != nil {
+		return s.fail(ctx, "create", err)
+	}
+	if *n == 0 {
+		return errTaskTaken
+	}
+	if err := s.keys.BindTx(ctx, tx, claim.Scope(), claim.Key(), token, idempotency.Binding{TaskID: taskID}); err != nil {
+		return fmt.Errorf("a2atasks: create: bind the send's idempotency key to the task: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail(ctx, "create: commit", err)
+	}
+	return nil
+}
+
 // errTaskTaken rolls back the transaction of createBound when the task id is taken.
 var errTaskTaken = errors.New("a2atasks: task id taken")
 
@@ -201,24 +224,11 @@ var errTaskTaken = errors.New("a2atasks: task id taken")
 func (s *Store) createBound(ctx context.Context, claim *middleware.ClaimedSend, taskID string, args []any) (int64, error) {
 	var n int64
 	err := claim.BindWith(ctx, idempotency.Binding{TaskID: taskID}, func(ctx context.Context, token idempotency.Token) error {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return s.fail(ctx, "create: begin", err)
-		}
-		defer tx.Rollback() // after Commit, a no-op
-		if n, err = sqlrun.Exec(ctx, tx, s.dialect == sqlstore.SQLite, s.q.create, args...); err != nil {
-			return s.fail(ctx, "create", err)
-		}
-		if n == 0 {
-			return errTaskTaken
-		}
-		if err := s.keys.BindTx(ctx, tx, claim.Scope(), claim.Key(), token, idempotency.Binding{TaskID: taskID}); err != nil {
-			return fmt.Errorf("a2atasks: create: bind the send's idempotency key to the task: %w", err)
-		}
-		if err := tx.Commit(); err != nil {
-			return s.fail(ctx, "create: commit", err)
-		}
-		return nil
+		// A transaction that found SQLite locked (at BEGIN IMMEDIATE, or at its first
+		// write) is rolled back and run again.
+		return sqlrun.RetryBusy(ctx, s.dialect == sqlstore.SQLite, func() error {
+			return s.createTx(ctx, claim, token, taskID, args, &n)
+		})
 	})
 	if errors.Is(err, errTaskTaken) {
 		return 0, nil

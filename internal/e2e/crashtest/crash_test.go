@@ -61,7 +61,7 @@ func TestCrash(t *testing.T) {
 					}
 					db = testkit.SQLiteDSN(filepath.Join(t.TempDir(), "kit.db"))
 				case "postgres":
-					db = postgresSchema(t)
+					db = testkit.PostgresSchema(t, "kit_crash_")
 				}
 				kills, budget, clients := 6, 8*time.Second, 6
 				if os.Getenv(longVar) != "" {
@@ -102,6 +102,7 @@ type outcome struct {
 	answered bool
 	attempts int
 	inFlight int // 409 answers
+	errors   int // other error answers (503, a2a-go's internal error when a first save failed)
 	problems []string
 }
 
@@ -177,7 +178,7 @@ func check(t *testing.T, db, runsPath string, all []*outcome, restarted map[int]
 	kinds := map[string]int{}
 	perKey := map[int]int{}       // runs started → keys
 	killPoint := map[string]int{} // what the killed process had done for the key
-	var inFlight int
+	var inFlight, errAnswers int
 	var toRun []time.Duration // restart → first run of a key its killed predecessor did not finish
 	for _, o := range all {
 		id := o.send.MessageID
@@ -187,6 +188,7 @@ func check(t *testing.T, db, runsPath string, all []*outcome, restarted map[int]
 			t.Errorf("message %s (%s, streaming %t): %s", id, o.send.Binding, o.send.Streaming, p)
 		}
 		inFlight += o.inFlight
+		errAnswers += o.errors
 		if !o.answered {
 			t.Errorf("message %s (%s, streaming %t): no terminal answer after %d attempts (last %v)", id, o.send.Binding, o.send.Streaming, o.attempts, o.answer)
 			continue
@@ -249,8 +251,8 @@ func check(t *testing.T, db, runsPath string, all []*outcome, restarted map[int]
 		return toRun[int(p*float64(len(toRun)-1))].Round(time.Millisecond)
 	}
 	t.Logf("%d keys over %d kills (sole %v): answers %v; runs started per key %v; kill points %v; "+
-		"restart to the first run of an unfinished key (%d keys): median %v, p99 %v, max %v; %d answers 409 on the way (lease %v)",
-		len(all), kills, sole, kinds, perKey, killPoint, len(toRun), q(0.5), q(0.99), q(1), inFlight, lease)
+		"restart to the first run of an unfinished key (%d keys): median %v, p99 %v, max %v; %d answers 409 and %d other errors on the way (lease %v)",
+		len(all), kills, sole, kinds, perKey, killPoint, len(toRun), q(0.5), q(0.99), q(1), inFlight, errAnswers, lease)
 }
 
 // readRuns reads the run file: the runs of each message id, in order.
@@ -334,7 +336,12 @@ func resend(cur *current, o *outcome) {
 		a, err := c.Do(ctx, s)
 		cancel()
 		switch {
-		case err != nil, a.Kind == wireclient.Unavailable:
+		case err != nil:
+			uncertainSince = time.Now()
+		case a.Kind == wireclient.Unavailable, a.Kind == wireclient.Refused:
+			// An attempt that failed after it may have claimed the key (a store failure,
+			// a2a-go's internal error): uncertain, as a client would take a 5xx.
+			o.errors++
 			uncertainSince = time.Now()
 		case a.Kind == wireclient.Task && terminal(a.State):
 			o.answer, o.answered = a, true
@@ -367,30 +374,4 @@ func terminal(state string) bool {
 		return true
 	}
 	return false
-}
-
-// postgresSchema returns the DSN of IDEMPOTENCY_POSTGRES_DSN with a fresh schema as
-// its search_path, dropped when the test ends.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	dsn := testkit.PostgresDSN(t)
-	db, err := testkit.OpenDB(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	schema := testkit.RandomName("kit_crash_")
-	if _, err := db.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", testkit.PostgresDSNVar, err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec(`DROP SCHEMA "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
 }

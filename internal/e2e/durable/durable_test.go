@@ -204,7 +204,7 @@ func checkStopped(t *testing.T, base string, s wireclient.Send, taskID string) {
 // (WORKING while it runs, COMPLETED after), and 64 concurrent identical sends spread
 // over both replicas run the agent once.
 func TestReplicas(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := testkit.PostgresSchema(t, "kit_durable_")
 	bin := testkit.BuildCommand(t, serverPkg)
 	runs, logs := filepath.Join(t.TempDir(), "runs.txt"), serverLog(t)
 	start := func(name string) *testkit.Command {
@@ -392,32 +392,6 @@ func roundRobin(t *testing.T, upstreams ...string) string {
 	})
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// postgresSchema returns the DSN of IDEMPOTENCY_POSTGRES_DSN with a fresh schema as
-// its search_path, dropped when the test ends.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	dsn := testkit.PostgresDSN(t)
-	db, err := testkit.OpenDB(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	schema := testkit.RandomName("kit_durable_")
-	if _, err := db.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", testkit.PostgresDSNVar, err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec(`DROP SCHEMA "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
 }
 
 func firstKey(m map[string]int) string {

@@ -31,8 +31,6 @@ import (
 
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
-	"github.com/a2akit/idempotency/sqlstore"
-	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
 func main() {
@@ -61,30 +59,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	db, err := testkit.OpenDB(*dsn)
+	db, keys, tasks, err := testkit.OpenTaskStores(context.Background(), *dsn, 0, *runLease, *sole, logger)
 	if err != nil {
 		return err
 	}
 	db.SetMaxOpenConns(16)
-	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable})
-	if err != nil {
-		return err
-	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys, RunLease: *runLease})
-	if err != nil {
-		return err
-	}
-	if err := tasks.Migrate(ctx); err != nil {
-		return err
-	}
-	if *sole {
-		ended, leases, err := tasks.Restarted(ctx)
-		if err != nil {
-			return err
-		}
-		logger.Warn("restarted as the sole instance", "tasks_ended", ended, "leases_ended", leases)
-	}
 
 	agent := &testkit.Agent{Delay: *delay, Jitter: true}
 	agent.OnRun = func(_ context.Context, ec *a2asrv.ExecutorContext) {

@@ -33,7 +33,6 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/middleware"
-	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
@@ -67,27 +66,9 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	db, err := testkit.OpenDB(*dsn)
+	_, keys, tasks, err := testkit.OpenTaskStores(ctx, *dsn, *retention, *runLease, *sole, logger)
 	if err != nil {
 		return err
-	}
-	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable, TTL: *retention})
-	if err != nil {
-		return err
-	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys, RunLease: *runLease})
-	if err != nil {
-		return err
-	}
-	if err := tasks.Migrate(ctx); err != nil {
-		return err
-	}
-	if *sole {
-		ended, leases, err := tasks.Restarted(ctx)
-		if err != nil {
-			return err
-		}
-		logger.Info("restarted as the sole instance", "tasks_ended", ended, "leases_ended", leases)
 	}
 	go sweepEvery(ctx, tasks, *sweep, idempotency.RetentionPolicy{TerminalTaskRetention: *retention}, logger)
 
