@@ -31,8 +31,13 @@ const (
 // lease is the crash server's lease (the middleware's) and its run lease (a2atasks'):
 // a claim left pending by a killed process may be taken over this long after its
 // last renewal, and a task it left active is ended this long after its last
-// heartbeat.
-const lease = time.Second
+// heartbeat. IDEMPOTENCY_CRASH_LEASE sets another (middleware.DefaultLease, say).
+var lease = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("IDEMPOTENCY_CRASH_LEASE")); err == nil && d > 0 {
+		return d
+	}
+	return time.Second
+}()
 
 // slack covers the index clock's rounding (SQLite keeps milliseconds) and the
 // retries' polling when the test decides that every lease a key may hold has ended.
