@@ -56,9 +56,10 @@ type KeyIndex interface {
 	//
 	// Concurrent Claims of one (scope, key) resolve to exactly one [Claimed]; the others
 	// see the winner's claim. A pending claim whose lease has ended (the lease runs from
-	// the claim, or from the latest takeover) was abandoned by its owner (a crash): the
-	// next Claim by the same message takes it over and returns [Claimed] with a new
-	// token and a fresh lease, after which the old token is fenced out. The fresh lease
+	// the claim, or from the latest takeover or [KeyIndex.Extend]) was abandoned by its
+	// owner (a crash): the next Claim by the same message takes it over and returns
+	// [Claimed] with a new token and a fresh lease, after which the old token is fenced
+	// out. The fresh lease
 	// is the lease passed to the Claim that took over, counted from the takeover (not
 	// the first claim's lease, nor from the first claim), and Record.LeaseExpiresAt
 	// reports its end. A takeover keeps the original claim time, so it does not extend
@@ -107,6 +108,32 @@ type KeyIndex interface {
 	// (context.WithoutCancel with a timeout): a cancelled ctx releases nothing.
 	Release(ctx context.Context, scope, key string, token Token) error
 
+	// Extend renews the lease of the pending claim of (scope, key) held under token:
+	// the lease then ends at exactly the index's now plus lease (later or earlier than
+	// before), and Record.LeaseExpiresAt reports that end. An owner that is still
+	// running the send extends well before the end (a fraction of the lease), so that
+	// a claim whose owner is alive is never taken over, while a claim whose owner died
+	// is taken over soon after its short lease ends. Extend changes nothing else: not
+	// the claim time (nor so the key's time to live), not the token, not the count of
+	// keys of the scope; it works in a full scope.
+	//
+	// Only the owner of a claim that is still pending and whose lease has not ended may
+	// extend it. When the key is absent, past its time to live or released, is bound,
+	// is held under another token (it was taken over), or its lease has ended (the
+	// index's now is at or past LeaseExpiresAt, whether or not anybody took it over
+	// yet), Extend returns an error wrapping [ErrNotOwner] and changes nothing: a late
+	// extension never revives a claim. An Extend and a takeover Claim of one key that
+	// race are ordered: either the extension took effect first (the Claim then sees a
+	// running lease and reports [HeldBySameMessage]) or the takeover did (Extend then
+	// fails with [ErrNotOwner]); never both. lease must be positive and token non-zero,
+	// or Extend returns an error wrapping [ErrInvalidArgument]; an index may round the
+	// lease up to its clock's resolution, as Claim does.
+	//
+	// An owner whose lease ended while its send still ran (its extension came late)
+	// may still Bind as long as nobody took the claim over: what ran is better recorded
+	// than lost. It may not Extend again.
+	Extend(ctx context.Context, scope, key string, token Token, lease time.Duration) error
+
 	// Lookup returns what is known of (scope, key) now, and false when the key is
 	// absent or past its time to live. Callers use it while waiting for an in-flight
 	// first attempt to bind its task. It changes nothing: it neither creates a key nor
@@ -115,7 +142,7 @@ type KeyIndex interface {
 }
 
 // Token is a fencing token: proof of ownership of one claim. A takeover issues a new
-// token, and the old one is then refused by Bind and Release. Tokens are unique per
+// token, and the old one is then refused by Bind, Release and Extend. Tokens are unique per
 // index (not merely per key), so a token from a released claim cannot pass for the
 // token of a later claim of the same key. The zero Token is never issued.
 type Token uint64
@@ -180,8 +207,8 @@ type Record struct {
 	Reply []byte
 	// ClaimedAt is when the key was first claimed, by the index's clock.
 	ClaimedAt time.Time
-	// LeaseExpiresAt is when a pending claim may be taken over. It is meaningless once
-	// the key is bound.
+	// LeaseExpiresAt is when a pending claim may be taken over, unless its owner
+	// extends it first ([KeyIndex.Extend]). It is meaningless once the key is bound.
 	LeaseExpiresAt time.Time
 }
 
@@ -191,7 +218,8 @@ func (r Record) Pending() bool { return r.TaskID == "" && r.Reply == nil }
 // Sentinel errors of a [KeyIndex]. Indexes wrap them with context; compare with
 // errors.Is.
 var (
-	// ErrNotOwner: the token does not own the claim (it was taken over, or released).
+	// ErrNotOwner: the token does not own the claim (it was taken over, or released),
+	// or, for Extend, the claim is no longer pending or its lease has ended.
 	ErrNotOwner = errors.New("idempotency: claim not owned by this token")
 	// ErrAlreadyBound: the key is bound to a different task or reply.
 	ErrAlreadyBound = errors.New("idempotency: key already bound to another result")

@@ -216,6 +216,11 @@ func (f front) Release(ctx context.Context, scope, key string, token idempotency
 	return f.err(ctx, f.ix.Release(f.ctx(ctx), s, k, token))
 }
 
+func (f front) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	s, k := f.id(scope, key)
+	return f.err(ctx, f.ix.Extend(f.ctx(ctx), s, k, token, lease))
+}
+
 func (f front) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
 	s, k := f.id(scope, key)
 	r, ok, err := f.ix.Lookup(f.ctx(ctx), s, k)

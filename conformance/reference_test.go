@@ -455,6 +455,30 @@ func (x *refIndex) Lookup(ctx context.Context, scope, key string) (idempotency.R
 	return x.recordOf(e), true, nil
 }
 
+func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	switch {
+	case token == 0:
+		return invalid("zero token")
+	case lease <= 0:
+		return invalid("lease %v is not positive", lease)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := x.now()
+	e, ok := x.live(refKey{scope, key}, now)
+	if !ok || e.token != token || !e.pending() || x.leaseEnded(e, now) {
+		return fmt.Errorf("refindex: extend: %w", idempotency.ErrNotOwner)
+	}
+	e.leaseEnd, e.leaseLen = now.Add(lease), lease
+	return nil
+}
+
 func (x *refIndex) HonoursKeys(context.Context) bool { return true }
 
 func (x *refIndex) Capacity(ctx context.Context, scope string) (idempotency.Capacity, error) {

@@ -521,6 +521,31 @@ func (x *shardIndex) Lookup(ctx context.Context, scope, key string) (idempotency
 	return x.record(e), true, nil
 }
 
+func (x *shardIndex) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("shardindex: extend: %w", err)
+	}
+	if err := validKey(key); err != nil {
+		return err
+	}
+	switch {
+	case token == 0:
+		return invalid("zero token")
+	case lease <= 0:
+		return invalid("lease %v is not positive", lease)
+	}
+	sh, h, mk := x.locate(scope, key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := x.now()
+	e := x.live(sh, h, mk, now)
+	if e == nil || e.token != token || !x.pending(e) || x.leaseEnded(e, now) {
+		return fmt.Errorf("shardindex: extend: %w", idempotency.ErrNotOwner)
+	}
+	e.leaseEnd, e.leaseLen = now.Add(lease), lease
+	return nil
+}
+
 func (x *shardIndex) HonoursKeys(context.Context) bool { return true }
 
 func (x *shardIndex) Capacity(ctx context.Context, scope string) (idempotency.Capacity, error) {

@@ -310,6 +310,28 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	return nil
 }
 
+// Extend implements [idempotency.KeyIndex.Extend]. It takes the lock of the key's
+// shard only.
+func (s *Store) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	switch {
+	case token == 0:
+		return fmt.Errorf("memstore: extend: %w: zero token", idempotency.ErrInvalidArgument)
+	case lease <= 0:
+		return fmt.Errorf("memstore: extend: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
+	}
+	sh, e, err := s.lockKey(ctx, "extend", scope, key)
+	if err != nil {
+		return err
+	}
+	defer sh.mu.Unlock()
+	now := s.clock()
+	if e == nil || e.token != token || s.expired(e, now) || !e.pending() || now >= e.leaseEnd {
+		return fmt.Errorf("memstore: extend: %w", idempotency.ErrNotOwner)
+	}
+	e.leaseEnd = addSat(now, lease)
+	return nil
+}
+
 // Lookup implements [idempotency.KeyIndex.Lookup]. It takes the lock of the key's
 // shard only: lookups of other keys, and claims, proceed in parallel.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {

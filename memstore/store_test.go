@@ -507,3 +507,54 @@ func TestMaxBytesExactUnderConcurrency(t *testing.T) {
 		t.Errorf("with every key gone the store counts %d bytes", n)
 	}
 }
+
+// TestExtend: the owner moves the lease end to now+lease; a lease that ended (taken
+// over or not), a bind or a release fence the token out.
+func TestExtend(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	s := memstore.New(memstore.Options{Now: clock.Now})
+	notOwner := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, idempotency.ErrNotOwner) {
+			t.Errorf("%s = %v, want ErrNotOwner", what, err)
+		}
+	}
+	first := mustClaim(t, s, "", key(1), "m1", time.Minute)
+	claimedAt := clock.Now()
+	clock.Advance(30 * time.Second)
+	if err := s.Extend(ctx, "", key(1), first.Token, 3*time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	rec, _, _ := s.Lookup(ctx, "", key(1))
+	if !rec.LeaseExpiresAt.Equal(clock.Now().Add(3*time.Minute)) || !rec.ClaimedAt.Equal(claimedAt) {
+		t.Fatalf("after Extend: %+v; want lease end %v, claim time %v", rec, clock.Now().Add(3*time.Minute), claimedAt)
+	}
+	clock.Advance(3*time.Minute - time.Nanosecond)
+	if c := mustClaim(t, s, "", key(1), "m1", time.Minute); c.Status != idempotency.HeldBySameMessage {
+		t.Fatalf("Claim before the extended lease ended = %v", c.Status)
+	}
+	notOwner("Extend(other token)", s.Extend(ctx, "", key(1), first.Token+1, time.Minute))
+	clock.Advance(time.Nanosecond)
+	notOwner("Extend(lease ended, nobody took over)", s.Extend(ctx, "", key(1), first.Token, time.Minute))
+	second := mustClaim(t, s, "", key(1), "m1", time.Minute)
+	if second.Status != idempotency.Claimed {
+		t.Fatalf("takeover = %v", second.Status)
+	}
+	notOwner("Extend(after takeover)", s.Extend(ctx, "", key(1), first.Token, time.Minute))
+	if err := s.Bind(ctx, "", key(1), second.Token, idempotency.Binding{TaskID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	notOwner("Extend(bound)", s.Extend(ctx, "", key(1), second.Token, time.Minute))
+	third := mustClaim(t, s, "", key(2), "m1", time.Minute)
+	if err := s.Release(ctx, "", key(2), third.Token); err != nil {
+		t.Fatal(err)
+	}
+	notOwner("Extend(released)", s.Extend(ctx, "", key(2), third.Token, time.Minute))
+	if err := s.Extend(ctx, "", key(2), 0, time.Minute); !errors.Is(err, idempotency.ErrInvalidArgument) {
+		t.Errorf("Extend(zero token) = %v", err)
+	}
+	if err := s.Extend(ctx, "", key(2), third.Token, 0); !errors.Is(err, idempotency.ErrInvalidArgument) {
+		t.Errorf("Extend(zero lease) = %v", err)
+	}
+}

@@ -112,6 +112,14 @@ func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, 
 	counted("idempotent bind (update and read)", 2, func() error {
 		return s.Bind(ctx, "", key(1), token, idempotency.Binding{TaskID: "t1"})
 	})
+	counted("lease extension", 1, func() error {
+		cl, err := s.Claim(ctx, "", key(3), "m3", lease)
+		if err != nil {
+			return err
+		}
+		c.n.Store(0) // count the extension alone
+		return s.Extend(ctx, "", key(3), cl.Token, lease)
+	})
 	counted("failed send (claim and release)", 2, func() error {
 		c, err := s.Claim(ctx, "", key(2), "m2", lease)
 		if err != nil {

@@ -99,6 +99,9 @@ type queries struct {
 	bind string
 	// release: $1 scope, $2 key, $3 token.
 	release string
+	// extend: $1 scope, $2 key, $3 token, $4 lease (µs) [, $5 now]. Affects 1 row when
+	// the claim is pending under token and its lease is still running.
+	extend string
 	// purge: $1 age (µs), $2 batch size [, $3 now]. With a task table, it keeps the
 	// keys bound to a task still in it.
 	purge string
@@ -110,7 +113,7 @@ type queries struct {
 
 func buildQueries(d Dialect, t, tasks tableName, ttl time.Duration, goClock bool) queries {
 	ttlMicros := ttl.Microseconds()
-	var nowDB, param, bigint, bytea, text, ttlExpr, lease, age string
+	var nowDB, param, bigint, bytea, text, ttlExpr, lease, extendLease, age string
 	switch d {
 	case PostgreSQL:
 		nowDB = "now()"
@@ -118,12 +121,14 @@ func buildQueries(d Dialect, t, tasks tableName, ttl time.Duration, goClock bool
 		bigint, bytea, text = "::bigint", "::bytea", "::text"
 		ttlExpr = fmt.Sprintf("interval '%d microseconds'", ttlMicros)
 		lease = "$5::bigint * interval '1 microsecond'"
+		extendLease = "$4::bigint * interval '1 microsecond'"
 		age = "$1::bigint * interval '1 microsecond'"
 	case SQLite:
 		nowDB = sqlrun.SQLiteNowMicros
 		param = "$%d"
 		ttlExpr = fmt.Sprintf("%d", ttlMicros)
 		lease = "$5"
+		extendLease = "$4"
 		age = "$1"
 	}
 	now := func(n int) string {
@@ -133,7 +138,7 @@ func buildQueries(d Dialect, t, tasks tableName, ttl time.Duration, goClock bool
 		return nowDB
 	}
 
-	r := strings.NewReplacer("{t}", t.quoted(), "{ttl}", ttlExpr, "{lease}", lease, "{age}", age,
+	r := strings.NewReplacer("{t}", t.quoted(), "{ttl}", ttlExpr, "{lease}", lease, "{extendLease}", extendLease, "{age}", age,
 		"{bigint}", bigint, "{bytea}", bytea, "{text}", text)
 	q := func(tmpl string, nowParam int) string {
 		s := r.Replace(strings.ReplaceAll(tmpl, "{now}", now(nowParam)))
@@ -177,6 +182,11 @@ WHERE scope = $1 AND "key" = $2 AND token = $3{bigint} AND claimed_at > {now} - 
 	// anyway, and deleting it is harmless.
 	qs.release = q(`DELETE FROM {t}
 WHERE scope = $1 AND "key" = $2 AND token = $3{bigint} AND task_id IS NULL AND reply IS NULL`, 0)
+
+	// The extension: only a live, pending claim under token whose lease still runs.
+	qs.extend = q(`UPDATE {t} SET lease_expires_at = {now} + {extendLease}
+WHERE scope = $1 AND "key" = $2 AND token = $3{bigint} AND claimed_at > {now} - {ttl}
+	AND task_id IS NULL AND reply IS NULL AND lease_expires_at > {now}`, 5)
 
 	purgeable := `claimed_at <= {now} - {age}
 		AND NOT (task_id IS NULL AND reply IS NULL AND lease_expires_at > {now})`

@@ -47,6 +47,9 @@
 // abandoned claim of the same message, and the bind, one UPDATE guarded by the fencing
 // token. A retry costs the claim and one SELECT. Release is one DELETE guarded by the
 // token. When a guarded statement changes nothing, one SELECT tells the caller why.
+// [Store.Extend], which keeps a running send's lease alive, is one UPDATE guarded by
+// the token, the key being pending and its lease still running, by the database's
+// clock; it needs no second statement, since every failure is [idempotency.ErrNotOwner].
 // Fencing tokens are 63 random bits from crypto/rand, so that tokens are unique across
 // every process sharing the table without coordination.
 //

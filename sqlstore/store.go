@@ -266,6 +266,33 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	return nil // bound: never released
 }
 
+// Extend implements [idempotency.KeyIndex.Extend] with one UPDATE, guarded by the
+// token, that the key is live and pending, and that its lease still runs, all by the
+// database's clock (or Options.Now). When it affects no row, the answer is
+// [idempotency.ErrNotOwner] whatever the reason, so no second statement is needed.
+// Lease is rounded up to a whole microsecond.
+func (s *Store) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	if err := s.checkArgs(scope, key, "", idempotency.Binding{}); err != nil {
+		return fmt.Errorf("sqlstore: extend: %w", err)
+	}
+	if token == 0 {
+		return fmt.Errorf("sqlstore: extend: %w: zero token", idempotency.ErrInvalidArgument)
+	}
+	if lease <= 0 {
+		return fmt.Errorf("sqlstore: extend: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
+	}
+	leaseMicros := (lease + time.Microsecond - 1).Microseconds()
+	switch n, err := s.exec(ctx, s.q.extend, s.args(scope, key, int64(token), leaseMicros)...); {
+	case err != nil:
+		return s.fail(ctx, "extend", err)
+	case n == 1:
+		return nil
+	case n != 0:
+		return fmt.Errorf("sqlstore: extend: the extend statement affected %d rows", n)
+	}
+	return fmt.Errorf("sqlstore: extend: %w", idempotency.ErrNotOwner)
+}
+
 // Lookup implements [idempotency.KeyIndex.Lookup] with one SELECT.
 func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
 	if err := s.checkArgs(scope, key, "", idempotency.Binding{}); err != nil {

@@ -27,6 +27,8 @@ func testStore(t *testing.T, open func(testing.TB) *database) {
 	t.Run("TwoPoolsOneWinner", func(t *testing.T) { testTwoPoolsOneWinner(t, open(t)) })
 	t.Run("HeldRecords", func(t *testing.T) { testHeldRecords(t, open(t)) })
 	t.Run("TakeoverKeepsClaimTime", func(t *testing.T) { testTakeover(t, open(t)) })
+	t.Run("Extend", func(t *testing.T) { testExtend(t, open(t)) })
+	t.Run("ExtendByDatabaseClock", func(t *testing.T) { testExtendByDatabaseClock(t, open(t)) })
 	t.Run("ExpiredKeyIsNew", func(t *testing.T) { testExpired(t, open(t)) })
 	t.Run("BindAndRelease", func(t *testing.T) { testBindAndRelease(t, open(t)) })
 	t.Run("DatabaseClock", func(t *testing.T) { testDatabaseClock(t, open(t)) })
@@ -169,6 +171,80 @@ func testTakeover(t *testing.T, db *database) {
 	}
 	clk.Advance(2 * lease)
 	mustClaim(t, a, "", key(1), "m1", idempotency.HeldBySameMessage) // bound: never taken over
+}
+
+// testExtend: the owner moves the lease end to now+lease, across handles; a lease that
+// ended, a takeover, a bind or a release fence the token out; one statement decides.
+func testExtend(t *testing.T, db *database) {
+	clk := newClock()
+	a, b := db.stores(t, sqlstore.Options{Now: clk.Now})
+	ctx := context.Background()
+	notOwner := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, idempotency.ErrNotOwner) {
+			t.Errorf("%s = %v, want ErrNotOwner", what, err)
+		}
+	}
+	first := mustClaim(t, a, "", key(1), "m1", idempotency.Claimed)
+	claimedAt := clk.Now()
+	clk.Advance(lease / 2)
+	if err := a.Extend(ctx, "", key(1), first.Token, 3*lease); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	rec, _, err := b.Lookup(ctx, "", key(1))
+	if err != nil || !rec.LeaseExpiresAt.Equal(clk.Now().Add(3*lease)) || !rec.ClaimedAt.Equal(claimedAt) {
+		t.Fatalf("after Extend: %+v, %v; want lease end %v and claim time %v", rec, err, clk.Now().Add(3*lease), claimedAt)
+	}
+	clk.Advance(3*lease - time.Microsecond)
+	mustClaim(t, b, "", key(1), "m1", idempotency.HeldBySameMessage) // the extended lease still runs
+	notOwner("Extend(other token)", b.Extend(ctx, "", key(1), first.Token+1, lease))
+	clk.Advance(time.Microsecond)
+	notOwner("Extend(lease ended, nobody took over)", a.Extend(ctx, "", key(1), first.Token, lease))
+	second := mustClaim(t, b, "", key(1), "m1", idempotency.Claimed)
+	notOwner("Extend(after takeover)", a.Extend(ctx, "", key(1), first.Token, lease))
+	if err := b.Extend(ctx, "", key(1), second.Token, lease); err != nil {
+		t.Errorf("Extend(new token): %v", err)
+	}
+	if err := b.Bind(ctx, "", key(1), second.Token, idempotency.Binding{TaskID: "t1"}); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	notOwner("Extend(bound)", b.Extend(ctx, "", key(1), second.Token, lease))
+
+	third := mustClaim(t, a, "", key(2), "m1", idempotency.Claimed)
+	if err := a.Release(ctx, "", key(2), third.Token); err != nil {
+		t.Fatal(err)
+	}
+	notOwner("Extend(released)", a.Extend(ctx, "", key(2), third.Token, lease))
+	notOwner("Extend(never claimed)", a.Extend(ctx, "", key(3), third.Token, lease))
+	for _, c := range []struct {
+		token idempotency.Token
+		lease time.Duration
+	}{{0, lease}, {third.Token, 0}, {third.Token, -time.Second}} {
+		if err := a.Extend(ctx, "", key(2), c.token, c.lease); !errors.Is(err, idempotency.ErrInvalidArgument) {
+			t.Errorf("Extend(token %d, lease %v) = %v, want ErrInvalidArgument", c.token, c.lease, err)
+		}
+	}
+}
+
+// testExtendByDatabaseClock: without Options.Now, an extension is judged and counted by
+// the database's clock, so a short lease kept alive is never taken over.
+func testExtendByDatabaseClock(t *testing.T, db *database) {
+	a, b := db.stores(t, sqlstore.Options{})
+	ctx := context.Background()
+	const short = 1500 * time.Millisecond
+	c := mustClaimLease(t, a, "", key(1), "m1", short, idempotency.Claimed)
+	for range 5 { // 2 s in all: past the first lease
+		time.Sleep(short / 4)
+		if err := a.Extend(ctx, "", key(1), c.Token, short); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		mustClaimLease(t, b, "", key(1), "m1", time.Minute, idempotency.HeldBySameMessage)
+	}
+	time.Sleep(short + 200*time.Millisecond)
+	if err := a.Extend(ctx, "", key(1), c.Token, time.Minute); !errors.Is(err, idempotency.ErrNotOwner) {
+		t.Errorf("Extend after the lease ended = %v, want ErrNotOwner", err)
+	}
+	mustClaimLease(t, b, "", key(1), "m1", time.Minute, idempotency.Claimed)
 }
 
 func testExpired(t *testing.T, db *database) {

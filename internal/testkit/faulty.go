@@ -18,6 +18,7 @@ const (
 	OpBind
 	OpRelease
 	OpLookup
+	OpExtend
 	numOps
 )
 
@@ -110,4 +111,12 @@ func (f *FaultyIndex) Lookup(ctx context.Context, scope, key string) (idempotenc
 		return idempotency.Record{}, false, err
 	}
 	return f.KeyIndex.Lookup(ctx, scope, key)
+}
+
+// Extend implements idempotency.KeyIndex.
+func (f *FaultyIndex) Extend(ctx context.Context, scope, key string, token idempotency.Token, lease time.Duration) error {
+	if err := f.fault(ctx, OpExtend); err != nil {
+		return err
+	}
+	return f.KeyIndex.Extend(ctx, scope, key, token, lease)
 }
