@@ -53,15 +53,22 @@ func TestConformance(t *testing.T) {
 }
 
 // TestConformanceServerClock runs the suite on Stores with their defaults, as servers
-// run them: leases and times to live on the Redis server's clock.
+// run them: leases and times to live on the Redis server's clock, with a second handle
+// on a client of its own.
 func TestConformanceServerClock(t *testing.T) {
 	url := redistest.URL(t)
-	conformance.Run(t, func(t *testing.T) idempotency.KeyIndex {
-		ix, err := redisstore.New(redistest.Client(t, url), redisstore.Options{Prefix: redistest.Prefix(t, url)})
+	conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
+		opts := redisstore.Options{Prefix: redistest.Prefix(t, url)}
+		ix, err := redisstore.New(redistest.Client(t, url), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ix
+		return conformance.Harness{
+			Index: ix,
+			OpenHandle: func() (idempotency.KeyIndex, error) {
+				return redisstore.New(redistest.Client(t, url), opts)
+			},
+		}
 	})
 }
 

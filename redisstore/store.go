@@ -155,6 +155,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Prefix returns the prefix of the names of the store's Redis keys.
+func (s *Store) Prefix() string { return s.prefix }
+
 // Client returns the client the store sends its scripts through.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
