@@ -17,15 +17,15 @@
 //
 // # Keys in Redis
 //
-// Each idempotency key is one hash, named prefix + "{s" + hex(scope) + "}" + key, with
-// the fields m (message id), k (fencing token), c (claim time), l (lease end), e (end
-// of its time to live), and t and r (task id and reply) once bound. Each scope has one
-// sorted set, named prefix + "{s" + hex(scope) + "}", of its keys scored by the end of
-// their time to live: the per-scope count, kept exactly by the scripts that claim and
-// release. The hash tag puts a scope's keys and its count in one hash slot, so that one
-// script may touch both on Redis Cluster: a Cluster spreads scopes (tenants) over its
-// nodes, not the keys of one scope. The names are unambiguous (hex has no braces, keys
-// have none, the prefix may have none), so no two (scope, key) pairs meet.
+// Each idempotency key is one string, named prefix + "{s" + hex(scope) + "}" + key,
+// that packs (MessagePack) its message id, fencing token, claim time, lease end, end of
+// its time to live, and task id and reply once bound. Each scope has one sorted set,
+// named prefix + "{s" + hex(scope) + "}", of its keys scored by the end of their time
+// to live: the per-scope count, kept exactly by the scripts that claim and release.
+// The hash tag puts a scope's keys and its count in one hash slot, so that one script
+// may touch both on Redis Cluster: a Cluster spreads scopes (tenants) over its nodes,
+// not the keys of one scope. The names are unambiguous (hex has no braces, keys have
+// none, the prefix may have none), so no two (scope, key) pairs meet.
 //
 // # Round trips
 //
@@ -65,8 +65,10 @@
 // may delete a key in flight or bound, and then a retry runs the agent again.
 //
 // A bound key with a 32-byte key, the empty scope and UUID message and task ids takes
-// about 150 bytes in Redis (MEMORY USAGE of its hash, on Redis 7.0) and about 70 more
-// in its scope's sorted set; see BENCHMARKS.md.
+// about 440 bytes of Redis's used_memory: 232 bytes of MEMORY USAGE for its record
+// (with a 22-byte prefix), 145 for its member of the scope's sorted set, and the
+// server's dictionary and expiry entries (BenchmarkHeldKeyMemory, Redis 7.0). A
+// default scope of 100,000 keys takes about 44 MB.
 //
 // # Durability
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -324,4 +325,81 @@ func capacity(t *testing.T, s *redisstore.Store, scope string) int {
 		t.Fatal(err)
 	}
 	return c.Held
+}
+
+// counter is a go-redis hook that counts the commands a client sends, each one round
+// trip (the store pipelines nothing).
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTrips: a keyed first send costs two round trips (the claim and the bind),
+// a retry one, and every other call one; a server that lost the scripts (SCRIPT
+// FLUSH, a restart, a failover) costs one more round trip once per script.
+func TestRoundTrips(t *testing.T) {
+	url := redistest.URL(t)
+	rdb := redistest.Client(t, url)
+	var cnt counter
+	rdb.AddHook(&cnt)
+	s, err := redisstore.New(rdb, redisstore.Options{Prefix: redistest.Prefix(t, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	trips := func(what string, want int64, f func()) {
+		t.Helper()
+		before := cnt.n.Load()
+		f()
+		if got := cnt.n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		}
+	}
+	// Load every script (the first use of each may cost EVALSHA and EVAL).
+	warm := mustClaim(t, s, "", key(0), "m", lease, idempotency.Claimed)
+	s.Extend(ctx, "", key(0), warm.Token, lease)
+	s.Bind(ctx, "", key(0), warm.Token, idempotency.Binding{TaskID: "t"})
+	s.Release(ctx, "", key(0), warm.Token)
+	s.Lookup(ctx, "", key(0))
+	s.Capacity(ctx, "")
+
+	for i := 1; i <= 3; i++ {
+		trips("keyed first send (claim, bind)", 2, func() {
+			c := mustClaim(t, s, "", key(i), "m", lease, idempotency.Claimed)
+			if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		trips("retry", 1, func() { mustClaim(t, s, "", key(i), "m", lease, idempotency.HeldBySameMessage) })
+	}
+	trips("claim, extend, release, lookup, capacity", 5, func() {
+		c := mustClaim(t, s, "", key(9), "m", lease, idempotency.Claimed)
+		if err := s.Extend(ctx, "", key(9), c.Token, lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, "", key(9), c.Token); err != nil {
+			t.Fatal(err)
+		}
+		s.Lookup(ctx, "", key(9))
+		s.Capacity(ctx, "")
+	})
+	if testing.Short() {
+		return // SCRIPT FLUSH affects every client of the server; harmless, but skip it in -short
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	trips("claim after SCRIPT FLUSH (NOSCRIPT, then EVAL)", 2, func() { mustClaim(t, s, "", key(10), "m", lease, idempotency.Claimed) })
+	trips("the next claim", 1, func() { mustClaim(t, s, "", key(11), "m", lease, idempotency.Claimed) })
 }
