@@ -2,10 +2,8 @@ module github.com/a2akit/idempotency/redisstore
 
 go 1.26
 
-replace github.com/a2akit/idempotency => ../
-
 require (
-	github.com/a2akit/idempotency v0.0.0-00010101000000-000000000000
+	github.com/a2akit/idempotency v0.0.0-20261201201351-00129d898b87
 	github.com/redis/go-redis/v9 v9.17.3
 )
 
