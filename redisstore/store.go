@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -116,25 +117,36 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 // OpenURL connects to the Redis or Valkey server that rawURL names and returns a Store
 // on it, which owns the connection: [Store.Close] closes it. rawURL is a redis:// or
 // rediss:// (TLS) URL as [redis.ParseURL] reads it,
-// redis://[user:password@]host[:port][/db][?options]. It pings the server, so that a
-// wrong address or password fails here rather than at the first send.
+// redis://[user:password@]host[:port][/db][?options], and may also carry the store's
+// key prefix as the query parameter prefix (redis://cache:6379/0?prefix=app1:), which
+// then replaces opts.Prefix: programs that take their store as one string (a flag, an
+// environment variable) need nothing else. It pings the server, so that a wrong
+// address or password fails here rather than at the first send. Errors never repeat
+// the URL's password.
 func OpenURL(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	o, err := redis.ParseURL(rawURL)
-	if err != nil {
-		// The URL may hold a password: say what is wrong without repeating it.
-		return nil, fmt.Errorf("redisstore: the store URL is not a redis:// or rediss:// URL: %w", redact(err, rawURL))
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return nil, fmt.Errorf("redisstore: the store URL is not a redis:// or rediss:// URL")
 	}
-	rdb := redis.NewClient(o)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redisstore: connect to %s: %w", o.Addr, err)
+	q := u.Query()
+	if q.Has("prefix") {
+		opts.Prefix = q.Get("prefix")
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
 	}
-	s, err := New(rdb, opts)
+	o, err := redis.ParseURL(u.String())
 	if err != nil {
-		rdb.Close()
+		return nil, fmt.Errorf("redisstore: store URL %s: %w", u.Redacted(), redact(err, rawURL))
+	}
+	s, err := New(redis.NewClient(o), opts)
+	if err != nil {
 		return nil, err
 	}
 	s.owned = true
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("redisstore: connect to %s: %w", u.Redacted(), err)
+	}
 	return s, nil
 }
 

@@ -276,7 +276,18 @@ func TestOpenURL(t *testing.T) {
 	if _, _, err := s.Lookup(ctx, "", key(1)); err == nil {
 		t.Error("Lookup after Close succeeded; want the closed client's error")
 	}
-	for _, u := range []string{"postgres://u:hunter2@db/x", "redis://:hunter2@127.0.0.1:1/0", "redis://:hunter2@127.0.0.1:6379/notanumber"} {
+	// The prefix comes with the URL.
+	prefix := redistest.Prefix(t, url)
+	s, err = redisstore.OpenURL(ctx, url+"?prefix="+prefix, redisstore.Options{Prefix: "ignored:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Prefix() != prefix {
+		t.Errorf("Prefix() = %q, want %q from the URL", s.Prefix(), prefix)
+	}
+	for _, u := range []string{"postgres://u:hunter2@db/x", "redis://:hunter2@127.0.0.1:1/0", "redis://:hunter2@127.0.0.1:6379/notanumber",
+		"redis://:hunter2@127.0.0.1:6379/0?prefix=a{b}", "redis://:hunter2@127.0.0.1:6379/0?no_such_option=1"} {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := redisstore.OpenURL(ctx, u, redisstore.Options{})
 		cancel()
