@@ -150,6 +150,20 @@ func OpenURL(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Describe names the store rawURL opens for a log line or a banner, without its
+// password: "Redis host:port/db", with the prefix when the URL sets one.
+func Describe(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "Redis (a URL that does not parse)"
+	}
+	d := "Redis " + u.Host + u.Path
+	if p := u.Query().Get("prefix"); p != "" {
+		d += " (prefix " + p + ")"
+	}
+	return d
+}
+
 // redact replaces rawURL in err's text, should a parser have quoted it.
 func redact(err error, rawURL string) error {
 	if rawURL != "" && strings.Contains(err.Error(), rawURL) {

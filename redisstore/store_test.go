@@ -414,3 +414,15 @@ func TestRoundTrips(t *testing.T) {
 	trips("claim after SCRIPT FLUSH (NOSCRIPT, then EVAL)", 2, func() { mustClaim(t, s, "", key(10), "m", lease, idempotency.Claimed) })
 	trips("the next claim", 1, func() { mustClaim(t, s, "", key(11), "m", lease, idempotency.Claimed) })
 }
+
+func TestDescribe(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://:hunter2@cache:6379/2?prefix=app:": "Redis cache:6379/2 (prefix app:)",
+		"rediss://u:hunter2@cache":                  "Redis cache",
+		"redis://%zz":                               "Redis (a URL that does not parse)",
+	} {
+		if got := redisstore.Describe(in); got != want {
+			t.Errorf("Describe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
