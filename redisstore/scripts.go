@@ -64,36 +64,41 @@ end
 // bound (0: none). It returns {1} claimed (with ARGV[3]), {2, t, r, c, l} held by the
 // same message, {3} held by another message, {0} the scope is full.
 //
+// A new claim is written first (SET NX PX: one command when the key is absent, the
+// common case), then counted; when the count finds the scope full, both are undone.
 // A record that already holds ARGV[3] was made by this very call, sent again by the
 // client after a lost answer; it is claimed.
 var claimScript = redis.NewScript(`#!lua
 ` + prelude + `
 local now = clock(ARGV[1])
-local f = load(KEYS[1])
-if f and now < f[5] then
-  if f[2] == ARGV[3] then return {1} end
-  if f[1] ~= ARGV[2] then return {3} end
-  if f[6] == '' and f[7] == '' and now >= f[4] then
-    f[2], f[4] = ARGV[3], now + tonumber(ARGV[4])
-    save(KEYS[1], f, 'KEEPTTL')
-    return {1}
+local ttl, lease = tonumber(ARGV[5]), tonumber(ARGV[4])
+local e, ms = now + ttl, fmt(math.ceil(ttl / 1000))
+local rec = cmsgpack.pack(ARGV[2], ARGV[3], now, now + lease, e, '', '')
+if not redis.call('SET', KEYS[1], rec, 'NX', 'PX', ms) then
+  local f = load(KEYS[1])
+  if now < f[5] then
+    if f[2] == ARGV[3] then return {1} end
+    if f[1] ~= ARGV[2] then return {3} end
+    if f[6] == '' and f[7] == '' and now >= f[4] then
+      f[2], f[4] = ARGV[3], now + lease
+      save(KEYS[1], f, 'KEEPTTL')
+      return {1}
+    end
+    return {2, f[6], f[7], fmt(f[3]), fmt(f[4])}
   end
-  return {2, f[6], f[7], fmt(f[3]), fmt(f[4])}
+  redis.call('SET', KEYS[1], rec, 'PX', ms)
 end
-local ttl = tonumber(ARGV[5])
-local e = now + ttl
 local limit = tonumber(ARGV[7])
 if now % 8 == 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', fmt(now)) end
 if redis.call('ZADD', KEYS[2], fmt(e), ARGV[6]) == 1 and limit > 0 and redis.call('ZCARD', KEYS[2]) > limit then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', fmt(now))
   if redis.call('ZCARD', KEYS[2]) > limit then
     redis.call('ZREM', KEYS[2], ARGV[6])
+    redis.call('DEL', KEYS[1])
     return {0}
   end
 end
-local ms = fmt(math.ceil(ttl / 1000))
 redis.call('PEXPIRE', KEYS[2], ms)
-save(KEYS[1], {ARGV[2], ARGV[3], now, now + tonumber(ARGV[4]), e, '', ''}, 'PX', ms)
 return {1}
 `)
 
