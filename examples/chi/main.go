@@ -45,6 +45,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	idem "github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/redisstore"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
 	store := fs.String("store", envOr("IDEMPOTENCY_STORE", "idempotency.db"), "task and key store: a SQLite file `path`, or a postgres:// DSN; "+
 		"default $IDEMPOTENCY_STORE, the place for a DSN with a password (any local user can read a command line)")
+	keysURL := fs.String("keys", os.Getenv("IDEMPOTENCY_KEYS"), "key store: a redis:// or rediss:// `URL` (its query parameter prefix= sets the key prefix); "+
+		"default $IDEMPOTENCY_KEYS; empty keeps the keys beside the tasks in -store")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
 	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
@@ -88,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	redactArgs(*store)
+	redactArgs(*keysURL)
 	if *reply != "task" && *reply != "message" {
 		return fmt.Errorf("-reply %q: want task or message", *reply)
 	}
@@ -98,6 +102,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStores()
+	// The middleware's index: the SQL key table beside the tasks, or Redis.
+	var index idempotency.KeyIndex = keys
+	stores := "tasks and keys in " + storeName(*store)
+	if *keysURL != "" {
+		rkeys, err := openRedisKeys(ctx, *keysURL, *retention)
+		if err != nil {
+			return err
+		}
+		defer rkeys.Close()
+		index, stores = rkeys, "tasks in "+storeName(*store)+", keys in "+storeName(*keysURL)
+	}
 	go sweepEvery(ctx, tasks, *sweep, idempotency.RetentionPolicy{TerminalTaskRetention: *retention}, logger)
 	ln, base, err := listen(*addr)
 	if err != nil {
@@ -122,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// anonymous user, which is the TaskReader's default. A SQLite file is served by
 	// this process alone (SoleInstance: a key whose task this process does not run
 	// is not run anywhere); replicas may share a PostgreSQL database.
-	keyed, err := idem.New(keys, idem.Options{
+	keyed, err := idem.New(index, idem.Options{
 		Logger:       logger,
 		Lease:        *lease,
 		Scope:        idem.TenantPathScope(tenantRESTPath),
@@ -150,7 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.Mount(tenantRESTPath, http.StripPrefix(tenantRESTPath, a2asrv.NewTenantRESTHandler("/{*}", handler)))
 	r.Get(varsPath, serveRuns)
 
-	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, storeName(*store))
+	fmt.Fprintf(stdout, "echo agent on chi (-delay %v, -reply %s), %s\n", *delay, *reply, stores)
 	fmt.Fprintf(stdout, "agent card:        %s%s\n", base, a2asrv.WellKnownAgentCardPath)
 	fmt.Fprintf(stdout, "JSON-RPC:          %s%s\n", base, jsonrpcPath)
 	fmt.Fprintf(stdout, "HTTP+JSON:         %s%s\n", base, restPath)
@@ -207,6 +222,15 @@ func openStores(ctx context.Context, store, table, taskTable string, retention t
 	return keys, tasks, db.Close, nil
 }
 
+// openRedisKeys opens the key index on the Redis or Valkey server rawURL names. Its
+// keys live at least as long as the tasks they name, as in openStores; Redis deletes
+// them then.
+func openRedisKeys(ctx context.Context, rawURL string, retention time.Duration) (*redisstore.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return redisstore.OpenURL(ctx, rawURL, redisstore.Options{TTL: max(retention, idempotency.DefaultKeyMaxAge)})
+}
+
 // sweepEvery runs the retention sweep over the tasks and the keys every interval
 // until ctx ends: it deletes the finished tasks older than the policy's retention,
 // then the keys older than that whose task is gone.
@@ -232,6 +256,10 @@ func isPostgres(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
+func isRedis(store string) bool {
+	return strings.HasPrefix(store, "redis://") || strings.HasPrefix(store, "rediss://")
+}
+
 // envOr returns the environment variable name, or def when it is unset or empty.
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -244,9 +272,10 @@ func envOr(name, def string) string {
 // as cmdline (on -debug-addr only). The kernel's copy of the command line, which any
 // local user can read, keeps it: pass such a DSN in IDEMPOTENCY_STORE.
 func redactArgs(store string) {
-	if shown := storeName(store); isPostgres(store) && !strings.HasSuffix(shown, store) {
+	if shown := storeName(store); (isPostgres(store) || isRedis(store)) && !strings.HasSuffix(shown, store) {
+		_, redacted, _ := strings.Cut(shown, " ")
 		for i, a := range os.Args {
-			os.Args[i] = strings.ReplaceAll(a, store, strings.TrimPrefix(shown, "PostgreSQL "))
+			os.Args[i] = strings.ReplaceAll(a, store, redacted)
 		}
 	}
 }
@@ -260,13 +289,17 @@ func serveRuns(w http.ResponseWriter, r *http.Request) {
 
 // storeName describes store for the banner, hiding the password a DSN may carry.
 func storeName(store string) string {
-	if !isPostgres(store) {
+	kind := "PostgreSQL"
+	switch {
+	case isRedis(store):
+		kind = "Redis"
+	case !isPostgres(store):
 		return "SQLite file " + store
 	}
 	if u, err := url.Parse(store); err == nil {
-		return "PostgreSQL " + u.Redacted()
+		return kind + " " + u.Redacted()
 	}
-	return "PostgreSQL"
+	return kind
 }
 
 // listen listens on addr and returns the base URL clients reach it at, with the port

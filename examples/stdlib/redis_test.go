@@ -3,29 +3,12 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
-	"github.com/a2akit/idempotency/redisstore/redistest"
 )
-
-// redisKeys returns the -keys URL of the test server with a prefix of the test's own,
-// and checks when the test ends that the server kept keys there (the example did not
-// fall back to its SQL key table).
-func redisKeys(t *testing.T) string {
-	url := redistest.URL(t)
-	prefix := redistest.Prefix(t, url)
-	rdb := redistest.Client(t, url)
-	t.Cleanup(func() {
-		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
-			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
-		}
-	})
-	return url + "?prefix=" + prefix
-}
 
 // TestRedis runs the demonstration (a keyed send cut mid-run and retried until its
 // task completes, then a reused key, then keyedclient) on both bindings, and with a
@@ -33,7 +16,7 @@ func redisKeys(t *testing.T) string {
 // TestSQLite does with both in the file.
 func TestRedis(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-keys", redisKeys(t), "-delay", "1s")
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-keys", exampletest.RedisKeys(t), "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks in SQLite file "+store+", keys in Redis ")
 	for _, tc := range []struct{ binding, tenant string }{
 		{"jsonrpc", ""},
@@ -49,7 +32,7 @@ func TestRedis(t *testing.T) {
 // TestRedisReplyMessage: an agent that answers with a Message; a retry gets the same
 // Message from Redis, and the agent ran once.
 func TestRedisReplyMessage(t *testing.T) {
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", redisKeys(t),
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", exampletest.RedisKeys(t),
 		"-reply", "message", "-delay", "0")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
@@ -62,5 +45,5 @@ func TestRedisReplyMessage(t *testing.T) {
 // retry of a send from before the restart gets the send's task, and the agent does not
 // run again.
 func TestRedisRestart(t *testing.T) {
-	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-keys", redisKeys(t), "-delay", "100ms")
+	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-keys", exampletest.RedisKeys(t), "-delay", "100ms")
 }

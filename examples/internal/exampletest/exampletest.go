@@ -29,6 +29,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
 // RunFunc is an example's run function: it serves until ctx ends, printing the URLs
@@ -170,6 +171,22 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	if !adapter.DeclaresExtension(&card) {
 		t.Errorf("the served card does not declare the idempotency extension: %+v", card.Capabilities)
 	}
+}
+
+// RedisKeys returns the -keys URL of the test server with a prefix of the test's own,
+// and checks when the test ends that the server kept keys there (the example did not
+// fall back to its SQL key table).
+func RedisKeys(t *testing.T) string {
+	t.Helper()
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
+	rdb := redistest.Client(t, url)
+	t.Cleanup(func() {
+		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
+			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
+		}
+	})
+	return url + "?prefix=" + prefix
 }
 
 // PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
