@@ -62,7 +62,10 @@
 // full server refuses new claims and binds (the store reports them as
 // [idempotency.ErrFull], and the middleware answers 503) rather than evicting keys. An
 // eviction policy (allkeys-*, volatile-*: every key of the store has a time to live)
-// may delete a key in flight or bound, and then a retry runs the agent again.
+// may delete a key in flight or bound, and then a retry runs the agent again; the
+// store's [Store.HonoursKeys] (checked by the middleware once a second) reports false
+// on such a server, and on a replica, so that keyed sends are refused rather than
+// deduplicated on keys the server may drop. [Store.Check] says why.
 //
 // A bound key with a 32-byte key, the empty scope and UUID message and task ids takes
 // about 440 bytes of Redis's used_memory: 232 bytes of MEMORY USAGE for its record

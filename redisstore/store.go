@@ -56,8 +56,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Store is an [idempotency.KeyIndex] and [idempotency.CapacityReporter] on Redis or
-// Valkey. Create it with [New] (or [OpenURL]); it is safe for concurrent use, and any
+// Store is an [idempotency.KeyIndex], [idempotency.CapacityReporter] and
+// [idempotency.Honouring] on Redis or Valkey. Create it with [New] (or [OpenURL]); it is safe for concurrent use, and any
 // number of Stores, in one process or many, may share one server and prefix.
 //
 // Beyond the KeyIndex contract, scopes, message ids, task ids and replies are within
@@ -76,6 +76,7 @@ type Store struct {
 var (
 	_ idempotency.KeyIndex         = (*Store)(nil)
 	_ idempotency.CapacityReporter = (*Store)(nil)
+	_ idempotency.Honouring        = (*Store)(nil)
 )
 
 // New returns a Store on rdb, a *redis.Client, *redis.ClusterClient, a Sentinel
@@ -352,6 +353,45 @@ func (s *Store) Capacity(ctx context.Context, scope string) (idempotency.Capacit
 		return idempotency.Capacity{}, fmt.Errorf("redisstore: capacity: unexpected script result %v", v)
 	}
 	return idempotency.Capacity{Held: int(n), Limit: int(s.limit)}, nil
+}
+
+// ErrUnsafeServer is wrapped by the error of [Store.Check] for a server that may lose
+// keys before their time to live ends, or cannot store them.
+var ErrUnsafeServer = errors.New("redisstore: the server cannot keep idempotency keys safely")
+
+// Check asks the server (INFO memory and replication, one round trip) whether it can
+// keep the store's keys: it returns an error wrapping [ErrUnsafeServer] when the server
+// evicts keys under memory pressure (maxmemory set with a maxmemory-policy other than
+// noeviction: an evicted key lets a retry run the agent again) or is a replica (which
+// refuses writes), an error wrapping the client's when the server does not answer, and
+// nil otherwise. On Cluster it asks one node.
+func (s *Store) Check(ctx context.Context) error {
+	info, err := s.rdb.Info(ctx, "memory", "replication").Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: check: %w", err)
+	}
+	fields := map[string]string{}
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	switch policy := fields["maxmemory_policy"]; {
+	case fields["role"] == "slave" || fields["role"] == "replica":
+		return fmt.Errorf("%w: it is a replica (connect to the primary)", ErrUnsafeServer)
+	case fields["maxmemory"] != "0" && policy != "noeviction":
+		return fmt.Errorf("%w: maxmemory-policy %s evicts keys when maxmemory is reached; set noeviction", ErrUnsafeServer, policy)
+	}
+	return nil
+}
+
+// HonoursKeys implements [idempotency.Honouring] with [Store.Check]: false when the
+// server evicts keys or is a replica, so that the middleware refuses keyed sends rather
+// than deduplicate them on keys the server may drop. A server that does not answer
+// honours keys as far as this says: the calls themselves then fail, and the middleware
+// answers 503.
+func (s *Store) HonoursKeys(ctx context.Context) bool {
+	return !errors.Is(s.Check(ctx), ErrUnsafeServer)
 }
 
 // run runs script on the keys with the current time (empty for the server's clock)
