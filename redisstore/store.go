@@ -57,8 +57,11 @@ type Options struct {
 }
 
 // Store is an [idempotency.KeyIndex], [idempotency.CapacityReporter] and
-// [idempotency.Honouring] on Redis or Valkey. Create it with [New] (or [OpenURL]); it is safe for concurrent use, and any
-// number of Stores, in one process or many, may share one server and prefix.
+// [idempotency.Honouring] on Redis or Valkey. Create it with [New] (or [OpenURL]); it
+// is safe for concurrent use, and any number of Stores, in one process or many, may
+// share one server and prefix. Give New a client with ContextTimeoutEnabled set
+// (OpenURL's has it), so that a ctx deadline bounds the wait for the server's answer,
+// not only the wait for a connection.
 //
 // Beyond the KeyIndex contract, scopes, message ids, task ids and replies are within
 // the bounds of [idempotency.CheckLengths]; longer input is refused with an error
@@ -139,6 +142,9 @@ func OpenURL(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: store URL %s: %w", u.Redacted(), redact(err, rawURL))
 	}
+	// A request's deadline bounds the wait for the server's answer too, not only the
+	// wait for a connection.
+	o.ContextTimeoutEnabled = true
 	s, err := New(redis.NewClient(o), opts)
 	if err != nil {
 		return nil, err

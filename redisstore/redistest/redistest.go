@@ -34,13 +34,15 @@ func URL(t testing.TB) string {
 	return u
 }
 
-// Client returns a client of the server at rawURL, closed when t ends.
+// Client returns a client of the server at rawURL, closed when t ends, with
+// ContextTimeoutEnabled set as redisstore asks.
 func Client(t testing.TB, rawURL string) *redis.Client {
 	t.Helper()
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		t.Fatalf("%s: %v", URLVar, err)
 	}
+	o.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(o)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
