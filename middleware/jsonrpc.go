@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 )
 
 // jsonrpc10 is the JSON-RPC binding of A2A v1.0, as a2a-go's
@@ -93,19 +92,19 @@ type rpcResponse struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func (b jsonrpc10) sendCarry(status int, body []byte) carry {
+func (b jsonrpc10) sendAnswer(status int, body []byte) Produced {
 	if status != http.StatusOK {
-		return carry{kind: carryError}
+		return Produced{Refused: statusRefuses(status)}
 	}
-	return b.eventCarry(body)
+	return b.eventAnswer(body)
 }
 
-func (jsonrpc10) eventCarry(data []byte) carry {
+func (jsonrpc10) eventAnswer(data []byte) Produced {
 	result, fail := readResponse(data)
 	if fail != nil {
-		return carry{kind: carryError, fail: fail}
+		return Produced{Refused: fail.refuses, fail: fail}
 	}
-	return streamResponseCarry(result)
+	return streamResponseAnswer(result)
 }
 
 func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
@@ -117,14 +116,19 @@ func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
 }
 
 // readResponse reads a JSON-RPC response: its result, or the error it carries as a
-// failure to relay. An unreadable response has neither.
+// failure to relay (marked when its code is a definite refusal). An unreadable
+// response has neither.
 func readResponse(data []byte) (json.RawMessage, *failure) {
 	var resp rpcResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, nil
 	}
 	if !isNull(resp.Error) {
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(resp.Error, &e)
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, refuses: rpcRefuses(e.Code)}
 	}
 	return resp.Result, nil
 }
@@ -165,6 +169,12 @@ func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusConflict
 		case failTooLarge:
 			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusRequestEntityTooLarge
+		case failUnreplayable:
+			code, reason = codeInternalError, "REPLY_NOT_REPLAYABLE"
+		case failNotServed:
+			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", f.status
+		case failUnknown:
+			code, reason, status = codeInternalError, "SERVER_ERROR", http.StatusBadGateway
 		default: // failUnreadable
 			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusBadRequest
 		}
@@ -222,7 +232,7 @@ func (jsonrpc10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	var resp rpcResponse
 	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
-		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
+		return nil, taskUnreadable(status)
 	}
 	if !isNull(resp.Error) {
 		var e struct {

@@ -45,10 +45,22 @@ func newErrorInfo(reason string, f *failure) errorInfo {
 }
 
 // taskUnreadable is the failure of a task read whose answer the binding could not
-// read; why says what was wrong with it.
-func taskUnreadable(why string) *failure {
-	return &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (" +
-		why + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+// read; why says what was wrong with it (a status, never an error's text). A 4xx
+// that is not the binding's own error means that nothing serves the task read at
+// the retry's path: a client error, which no retry at that path can mend.
+func taskUnreadable(status int) *failure {
+	if status >= 400 && status < 500 && status != 408 && status != 429 {
+		return &failure{kind: failNotServed, status: status, message: "nothing at this path serves the task of this " +
+			"idempotency key (HTTP " + strconv.Itoa(status) + "): send the retry to the endpoint of the first attempt"}
+	}
+	return &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
+		strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+}
+
+// taskUnframable is the failure of a task read whose answer this binding's codec
+// cannot convert (err says why, for the log only): no retry can mend it.
+func taskUnframable(error) *failure {
+	return &failure{kind: failInternal, message: msgUnanswerable}
 }
 
 // taskMissing is the failure of a task read that the server answered without a task.
@@ -86,28 +98,28 @@ func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	return v, true
 }
 
-// outcome returns what the members carry. The message is passed on as it is: a
+// answer returns what the members carry. The message is passed on as it is: a
 // binding of another version converts it.
-func (v streamMembers) carry() carry {
+func (v streamMembers) answer() Produced {
 	switch {
 	case !isNull(v.Task):
 		if id := objectID(v.Task, "id"); id != "" {
-			return carry{kind: carryTask, taskID: id}
+			return Produced{TaskID: id}
 		}
 	case !isNull(v.Message):
 		if v.Message[0] == '{' {
-			return carry{kind: carryMessage, message: v.Message}
+			return Produced{Reply: v.Message}
 		}
 	case !isNull(v.StatusUpdate):
 		if id := objectID(v.StatusUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	case !isNull(v.ArtifactUpdate):
 		if id := objectID(v.ArtifactUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	}
-	return carry{}
+	return Produced{}
 }
 
 // task returns the task the members carry, or false.
@@ -139,13 +151,13 @@ func objectID(raw json.RawMessage, name string) string {
 	return t.ID
 }
 
-// streamResponseCarry reads a v1.0 SendMessageResponse or StreamResponse.
-func streamResponseCarry(raw json.RawMessage) carry {
+// streamResponseAnswer reads a v1.0 SendMessageResponse or StreamResponse.
+func streamResponseAnswer(raw json.RawMessage) Produced {
 	v, ok := readStreamMembers(raw)
 	if !ok {
-		return carry{}
+		return Produced{}
 	}
-	return v.carry()
+	return v.answer()
 }
 
 // streamResponseTask returns the task of a v1.0 SendMessageResponse or
