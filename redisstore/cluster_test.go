@@ -48,8 +48,7 @@ func TestClusterConformance(t *testing.T) {
 // every slot, waits for the cluster to be ok, and returns its address.
 func clusterNode(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed; the cluster test starts a node of its own")
 	}
 	var port int
@@ -70,31 +69,14 @@ func clusterNode(t *testing.T) string {
 		t.Skip("no free port pair for a cluster node")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-		"--cluster-config-file", dir+"/nodes.conf", "--save", "", "--appendonly", "no", "--dir", dir)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("redis-server:\n%s", out.String())
-		}
-	})
+	startServer(t, dir, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+		"--cluster-config-file", dir+"/nodes.conf")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	node := redis.NewClient(&redis.Options{Addr: addr})
 	defer node.Close()
 	ctx := context.Background()
+	waitPing(t, node)
 	deadline := time.Now().Add(15 * time.Second)
-	for node.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the cluster node did not answer within 15s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}

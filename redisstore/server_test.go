@@ -20,14 +20,25 @@ import (
 // returns a client of it. It skips the test when redis-server is not installed.
 func privateServer(t *testing.T, settings ...string) *redis.Client {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed; the settings tests start a server of their own")
-	}
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "redis.sock")
-	args := append([]string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir}, settings...)
-	cmd := exec.Command(bin, args...)
+	startServer(t, dir, append([]string{"--port", "0", "--unixsocket", sock}, settings...)...)
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
+	t.Cleanup(func() { rdb.Close() })
+	waitPing(t, rdb)
+	return rdb
+}
+
+// startServer starts redis-server without persistence, in dir, with args, and stops
+// it when t ends (showing its output when t failed). It skips t when redis-server is
+// not installed.
+func startServer(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed; this test starts a server of its own")
+	}
+	cmd := exec.Command(bin, append([]string{"--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -40,14 +51,16 @@ func privateServer(t *testing.T, settings ...string) *redis.Client {
 			t.Logf("redis-server:\n%s", out.String())
 		}
 	})
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
-	t.Cleanup(func() { rdb.Close() })
-	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+}
+
+// waitPing waits up to 15 seconds for the server of rdb to answer.
+func waitPing(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the private redis-server did not answer within 10s")
+			t.Fatal("the private redis-server did not answer within 15s")
 		}
 	}
-	return rdb
 }
 
 // TestHonoursKeys: a server that evicts keys, or a replica, does not honour keys; one

@@ -255,15 +255,7 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 		}
 		return err
 	}
-	switch n, _ := v.(int64); n {
-	case 1:
-		return nil
-	case 0:
-		return fmt.Errorf("redisstore: bind: %w", idempotency.ErrNotOwner)
-	case 2:
-		return fmt.Errorf("redisstore: bind: %w", idempotency.ErrAlreadyBound)
-	}
-	return fmt.Errorf("redisstore: bind: unexpected script result %v", v)
+	return verdict("bind", v)
 }
 
 // Release implements [idempotency.KeyIndex.Release] with one script, which deletes the
@@ -280,13 +272,7 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	if err != nil {
 		return err
 	}
-	switch n, _ := v.(int64); n {
-	case 1:
-		return nil
-	case 0:
-		return fmt.Errorf("redisstore: release: %w", idempotency.ErrNotOwner)
-	}
-	return fmt.Errorf("redisstore: release: unexpected script result %v", v)
+	return verdict("release", v)
 }
 
 // Extend sets the lease of the pending claim of (scope, key) that token owns to end at
@@ -311,13 +297,7 @@ func (s *Store) Extend(ctx context.Context, scope, key string, token idempotency
 	if err != nil {
 		return err
 	}
-	switch n, _ := v.(int64); n {
-	case 1:
-		return nil
-	case 0:
-		return fmt.Errorf("redisstore: extend: %w", idempotency.ErrNotOwner)
-	}
-	return fmt.Errorf("redisstore: extend: unexpected script result %v", v)
+	return verdict("extend", v)
 }
 
 // Lookup implements [idempotency.KeyIndex.Lookup] with one script that writes nothing.
@@ -398,6 +378,21 @@ func (s *Store) Check(ctx context.Context) error {
 // answers 503.
 func (s *Store) HonoursKeys(ctx context.Context) bool {
 	return !errors.Is(s.Check(ctx), ErrUnsafeServer)
+}
+
+// verdict turns the answer of a script that binds, releases or extends into the
+// operation's error: 1 done (or nothing to do), 0 not the owner, 2 bound to something
+// else.
+func verdict(op string, v any) error {
+	switch n, _ := v.(int64); n {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("redisstore: %s: %w", op, idempotency.ErrNotOwner)
+	case 2:
+		return fmt.Errorf("redisstore: %s: %w", op, idempotency.ErrAlreadyBound)
+	}
+	return fmt.Errorf("redisstore: %s: unexpected script result %v", op, v)
 }
 
 // run runs script on the keys with the current time (empty for the server's clock)
