@@ -92,13 +92,16 @@
 // Replication is asynchronous. A failover to a replica that had not received the last
 // writes loses them, whatever the persistence: a claim acknowledged by the old primary
 // may be absent on the new one. An identical retry then claims the key afresh and runs
-// the agent a second time while the first run may still go on; the first attempt's
-// Bind, or its Extend, gets [idempotency.ErrNotOwner] (its token is unknown to the new
-// primary), so the kit stops renewing it and answers with what it has, but it cannot
-// undo the run. The same holds for a bind lost in a failover: the key is pending again
-// under the old token, and a retry waits for its lease and takes it over. WAIT can
-// narrow the window but not close it (Redis does not roll back a write WAIT did not
-// see replicated).
+// the agent a second time, while the first run may still go on: exactly-once does not
+// hold across such a failover. The first attempt learns of it at its next call: its
+// Extend (the middleware renews a running send's lease) and its Bind get
+// [idempotency.ErrNotOwner], since its token is unknown to the new primary; the
+// middleware then stops renewing and logs that a retry may have won, but cannot undo
+// either run. A bind lost the same way leaves the key pending under the old token; a
+// retry waits for the lease to end and then takes it over, which runs the agent again
+// too. WAIT after each write would narrow the window but not close it (Redis does not
+// roll back a write that WAIT did not see replicated), and the store does not use it.
+// A restart that loses writes (the persistence settings above) has the same effect.
 //
 // Recommended: appendonly yes with appendfsync everysec, maxmemory-policy noeviction,
 // and, where a run twice after a failover is not acceptable, appendfsync always and
