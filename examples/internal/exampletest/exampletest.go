@@ -395,6 +395,50 @@ func CheckRestart(t *testing.T, run RunFunc, args ...string) {
 	}
 }
 
+// CheckConcurrentDuplicates sends n identical keyed messages at once to the server's
+// HTTP+JSON binding: every answer must be 200 and name one task, and the agent must
+// have run once.
+func CheckConcurrentDuplicates(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	var b [8]byte
+	rand.Read(b[:])
+	body := KeyedSendBody("crowd-"+hex.EncodeToString(b[:]), "crowd-key-"+hex.EncodeToString(b[:]), "hello, crowd")
+	before := Runs(t, srv)
+	type answer struct {
+		status int
+		task   string
+		err    error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			resp, err := http.Post(srv.URL+"/rest/message:send", "application/json", strings.NewReader(body))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			var a struct {
+				Task struct {
+					ID string `json:"id"`
+				} `json:"task"`
+			}
+			answers[i].status, answers[i].err = resp.StatusCode, json.NewDecoder(resp.Body).Decode(&a)
+			answers[i].task = a.Task.ID
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.err != nil || a.status != http.StatusOK || a.task == "" || a.task != answers[0].task {
+			t.Errorf("send %d of %d identical sends: %d, task %q, %v; want 200 and task %q", i, n, a.status, a.task, a.err, answers[0].task)
+		}
+	}
+	if runs := Runs(t, srv) - before; runs != 1 {
+		t.Errorf("%d identical sends ran the agent %d times, want 1", n, runs)
+	}
+}
+
 // Runs reads the agent's run count (agent_runs, counted in the test's process) from
 // the server's /debug/vars.
 func Runs(t *testing.T, srv *Server) int64 {
