@@ -20,6 +20,12 @@ require (
 )
 
 require (
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/redis/go-redis/v9 v9.17.3 // indirect
+)
+
+require (
+	github.com/a2akit/idempotency/redisstore v0.0.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -45,3 +51,5 @@ replace (
 	github.com/a2akit/idempotency => ../
 	github.com/a2akit/idempotency/grpcbinding => ../grpcbinding
 )
+
+replace github.com/a2akit/idempotency/redisstore => ../redisstore

@@ -7,6 +7,8 @@ package exampletest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ import (
 	"github.com/a2akit/idempotency/examples/internal/retrydemo"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
 // RunFunc is an example's run function: it serves until ctx ends, printing the URLs
@@ -168,6 +171,22 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	if !adapter.DeclaresExtension(&card) {
 		t.Errorf("the served card does not declare the idempotency extension: %+v", card.Capabilities)
 	}
+}
+
+// RedisKeys returns the -keys URL of the test server with a prefix of the test's own,
+// and checks when the test ends that the server kept keys there (the example did not
+// fall back to its SQL key table).
+func RedisKeys(t *testing.T) string {
+	t.Helper()
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
+	rdb := redistest.Client(t, url)
+	t.Cleanup(func() {
+		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
+			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
+		}
+	})
+	return url + "?prefix=" + prefix
 }
 
 // PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
@@ -352,6 +371,50 @@ func CheckRestart(t *testing.T, run RunFunc, args ...string) {
 	}
 	if n := Runs(t, second); n != runs {
 		t.Errorf("the agent's run count went from %d to %d across the restart and the retry, want no new run", runs, n)
+	}
+}
+
+// CheckConcurrentDuplicates sends n identical keyed messages at once to the server's
+// HTTP+JSON binding: every answer must be 200 and name one task, and the agent must
+// have run once.
+func CheckConcurrentDuplicates(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	var b [8]byte
+	rand.Read(b[:])
+	body := KeyedSendBody("crowd-"+hex.EncodeToString(b[:]), "crowd-key-"+hex.EncodeToString(b[:]), "hello, crowd")
+	before := Runs(t, srv)
+	type answer struct {
+		status int
+		task   string
+		err    error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			resp, err := http.Post(srv.URL+"/rest/message:send", "application/json", strings.NewReader(body))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			var a struct {
+				Task struct {
+					ID string `json:"id"`
+				} `json:"task"`
+			}
+			answers[i].status, answers[i].err = resp.StatusCode, json.NewDecoder(resp.Body).Decode(&a)
+			answers[i].task = a.Task.ID
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.err != nil || a.status != http.StatusOK || a.task == "" || a.task != answers[0].task {
+			t.Errorf("send %d of %d identical sends: %d, task %q, %v; want 200 and task %q", i, n, a.status, a.task, a.err, answers[0].task)
+		}
+	}
+	if runs := Runs(t, srv) - before; runs != 1 {
+		t.Errorf("%d identical sends ran the agent %d times, want 1", n, runs)
 	}
 }
 

@@ -1,0 +1,13 @@
+module github.com/a2akit/idempotency/redisstore
+
+go 1.26
+
+require (
+	github.com/a2akit/idempotency v0.0.0-20261201201351-00129d898b87
+	github.com/redis/go-redis/v9 v9.17.3
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+)
