@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // jsonrpc10 is the JSON-RPC binding of A2A v1.0, as a2a-go's
@@ -105,7 +107,11 @@ func (jsonrpc10) eventCarry(data []byte) carry {
 	if fail != nil {
 		return carry{kind: carryError, fail: fail}
 	}
-	return streamResponseCarry(result)
+	v, ok := readValidStreamMembers(result)
+	if !ok {
+		return carry{}
+	}
+	return v.carry()
 }
 
 func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
@@ -113,20 +119,48 @@ func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
 	if fail != nil {
 		return nil, false
 	}
-	return streamResponseTask(result)
+	v, ok := readValidStreamMembers(result)
+	if !ok {
+		return nil, false
+	}
+	return v.task()
 }
 
-// readResponse reads a JSON-RPC response: its result, or the error it carries as a
-// failure to relay. An unreadable response has neither.
+// readResponse reads a JSON-RPC response: its result (valid JSON, aliasing data), or
+// the error it carries as a failure to relay. An unreadable response has neither.
 func readResponse(data []byte) (json.RawMessage, *failure) {
-	var resp rpcResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
+	resp, ok := readRPCResponse(data)
+	if !ok {
 		return nil, nil
 	}
 	if !isNull(resp.Error) {
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error)}
 	}
 	return resp.Result, nil
+}
+
+// readRPCResponse reads data as json.Unmarshal into an rpcResponse does (the last
+// member of a name winning, null kept as "null"), with one scan to validate and
+// one walk; the members alias data.
+func readRPCResponse(data []byte) (rpcResponse, bool) {
+	if !json.Valid(data) {
+		return rpcResponse{}, false
+	}
+	var resp rpcResponse
+	o, ok := member.Members(data)
+	if !ok {
+		// null decodes into the zero rpcResponse; any other value is a type error.
+		return resp, isNull(bytes.TrimSpace(data))
+	}
+	for name, value, ok := o.Next(); ok; name, value, ok = o.Next() {
+		switch {
+		case member.NameIs(name, "result"):
+			resp.Result = value
+		case member.NameIs(name, "error"):
+			resp.Error = value
+		}
+	}
+	return resp, true
 }
 
 func (jsonrpc10) product(s *send, res product) ([]byte, error) {
@@ -220,8 +254,11 @@ func (jsonrpc10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // rpcTaskAnswer reads a JSON-RPC answer to a task read: its result, or the failure
 // to pass on.
 func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
-	var resp rpcResponse
-	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
+	if status != http.StatusOK {
+		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
+	}
+	resp, ok := readRPCResponse(body)
+	if !ok {
 		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
 	}
 	if !isNull(resp.Error) {
@@ -229,12 +266,12 @@ func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 			Code int `json:"code"`
 		}
 		_ = json.Unmarshal(resp.Error, &e)
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, taskNotFound: e.Code == codeTaskNotFound}
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error), taskNotFound: e.Code == codeTaskNotFound}
 	}
 	if isNull(resp.Result) {
 		return nil, taskMissing()
 	}
-	return resp.Result, nil
+	return bytes.Clone(resp.Result), nil
 }
 
 func (jsonrpc10) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // Wire pieces shared by the bindings.
@@ -77,17 +79,43 @@ type streamMembers struct {
 	ArtifactUpdate json.RawMessage `json:"artifactUpdate"`
 }
 
-// readStreamMembers reads raw as a SendMessageResponse or StreamResponse.
+// readStreamMembers reads raw, which need not be valid JSON, as a
+// SendMessageResponse or StreamResponse: as json.Unmarshal into streamMembers would,
+// with one scan to validate and one walk (member.Members) instead of nested decodes.
 func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
-	var v streamMembers
-	if isNull(raw) || json.Unmarshal(raw, &v) != nil {
+	if !json.Valid(raw) {
 		return streamMembers{}, false
+	}
+	return readValidStreamMembers(raw)
+}
+
+// readValidStreamMembers is readStreamMembers of raw known to be valid JSON (a value
+// read out of a validated answer). The members alias raw.
+func readValidStreamMembers(raw json.RawMessage) (streamMembers, bool) {
+	o, ok := member.Members(raw)
+	if !ok {
+		return streamMembers{}, false
+	}
+	var v streamMembers
+	for name, value, ok := o.Next(); ok; name, value, ok = o.Next() {
+		// encoding/json: the last member of a name wins, null included.
+		switch {
+		case member.NameIs(name, "task"):
+			v.Task = value
+		case member.NameIs(name, "message"):
+			v.Message = value
+		case member.NameIs(name, "statusUpdate"):
+			v.StatusUpdate = value
+		case member.NameIs(name, "artifactUpdate"):
+			v.ArtifactUpdate = value
+		}
 	}
 	return v, true
 }
 
-// outcome returns what the members carry. The message is passed on as it is: a
-// binding of another version converts it.
+// outcome returns what the members carry. The message is passed on as it is (a
+// copy: the members alias the answer's buffer): a binding of another version
+// converts it.
 func (v streamMembers) carry() carry {
 	switch {
 	case !isNull(v.Task):
@@ -96,7 +124,7 @@ func (v streamMembers) carry() carry {
 		}
 	case !isNull(v.Message):
 		if v.Message[0] == '{' {
-			return carry{kind: carryMessage, message: v.Message}
+			return carry{kind: carryMessage, message: bytes.Clone(v.Message)}
 		}
 	case !isNull(v.StatusUpdate):
 		if id := objectID(v.StatusUpdate, "taskId"); id != "" {
@@ -110,33 +138,38 @@ func (v streamMembers) carry() carry {
 	return carry{}
 }
 
-// task returns the task the members carry, or false.
+// task returns (a copy of) the task the members carry, or false.
 func (v streamMembers) task() ([]byte, bool) {
 	if isNull(v.Task) || objectID(v.Task, "id") == "" {
 		return nil, false
 	}
-	return v.Task, true
+	return bytes.Clone(v.Task), true
 }
 
-// objectID returns the string member name ("id" or "taskId") of the JSON object raw,
-// or "" when raw is not an object or the member is not a string.
+// objectID returns the string member name ("id" or "taskId") of raw, valid JSON, as
+// json.Unmarshal into a struct with that one string field reads it: "" when raw is
+// not an object, or when a member of that name is neither a string nor null (a type
+// error); else the last string (null leaves the field as it was).
 func objectID(raw json.RawMessage, name string) string {
-	if name == "taskId" {
-		var u struct {
-			TaskID string `json:"taskId"`
-		}
-		if json.Unmarshal(raw, &u) != nil {
-			return ""
-		}
-		return u.TaskID
-	}
-	var t struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(raw, &t) != nil {
+	o, ok := member.Members(raw)
+	if !ok {
 		return ""
 	}
-	return t.ID
+	id := ""
+	for n, value, ok := o.Next(); ok; n, value, ok = o.Next() {
+		if !member.NameIs(n, name) {
+			continue
+		}
+		if isNull(value) {
+			continue
+		}
+		s, ok := member.String(value)
+		if !ok {
+			return ""
+		}
+		id = s
+	}
+	return id
 }
 
 // streamResponseCarry reads a v1.0 SendMessageResponse or StreamResponse.

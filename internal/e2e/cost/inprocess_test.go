@@ -69,7 +69,7 @@ func TestInProcessInstructions(t *testing.T) {
 		out := filepath.Join(dir, fmt.Sprintf("callgrind.%s.%s.%d", cfg.name, strings.ReplaceAll(string(b), "+", ""), n))
 		cmd := exec.Command(valgrind, "--tool=callgrind", "--callgrind-out-file="+out,
 			os.Args[0], "-test.run=^TestInProcessChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=2",
+		cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=2", "GOGC=off",
 			childEnv+"="+cfg.name+","+string(b), childNEnv+"="+strconv.Itoa(n))
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("valgrind %s %s: %v\n%s", cfg.name, b, err, msg)
