@@ -55,8 +55,8 @@ func TestMetricsText(t *testing.T) {
 	m.write(&b)
 	// The kit's collector's families (middleware/metrics), then the proxy's own.
 	for _, line := range []string{
-		`a2a_idempotency_sends_total{binding="HTTP+JSON",outcome="claimed",streaming="true",version="1.0"} 1`,
-		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 2`,
+		`a2a_idempotency_sends_total{binding="HTTP+JSON",outcome="claimed",protocol_version="1.0",streaming="true"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",protocol_version="1.0",streaming="false"} 2`,
 		`a2a_idempotency_keys_bound_total{bound_by="answer"} 1`,
 		`a2a_idempotency_index_duration_seconds_bucket{outcome="claimed",le="0.005"} 1`,
 		`a2a_idempotency_proxy_upstream_errors_total 3`,

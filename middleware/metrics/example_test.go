@@ -49,12 +49,14 @@ func Example() {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, metrics.SendsTotal) || strings.HasPrefix(line, metrics.KeysBoundTotal) {
+		// Every series of the two counters is there from the start; print those that counted.
+		counted := !strings.HasSuffix(line, " 0\n")
+		if counted && (strings.HasPrefix(line, metrics.SendsTotal) || strings.HasPrefix(line, metrics.KeysBoundTotal)) {
 			fmt.Print(line)
 		}
 	}
 	// Output:
-	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",streaming="false",version="1.0"} 1
-	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 1
+	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",protocol_version="1.0",streaming="false"} 1
+	// a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",protocol_version="1.0",streaming="false"} 1
 	// a2a_idempotency_keys_bound_total{bound_by="answer"} 1
 }

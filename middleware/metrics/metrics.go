@@ -5,14 +5,19 @@
 //
 // The metrics, named the Prometheus way (base units, counters ending in _total):
 //
-//	a2a_idempotency_sends_total{outcome,binding,version,streaming}  counter
-//	a2a_idempotency_keys_bound_total{bound_by}                      counter
-//	a2a_idempotency_index_duration_seconds{outcome}                 histogram
-//	a2a_idempotency_wait_duration_seconds{outcome}                  histogram
-//	a2a_idempotency_replay_duration_seconds{outcome}                histogram
+//	a2a_idempotency_sends_total{outcome,binding,protocol_version,streaming}  counter
+//	a2a_idempotency_keys_bound_total{bound_by}                               counter
+//	a2a_idempotency_index_duration_seconds{outcome}                          histogram
+//	a2a_idempotency_wait_duration_seconds{outcome}                           histogram
+//	a2a_idempotency_replay_duration_seconds{outcome}                         histogram
 //
-// sends_total counts every keyed send by its [middleware.Outcome]; keys_bound_total
-// the first sends that bound their key, by [middleware.BoundBy]. Each histogram
+// sends_total counts every keyed send by its [middleware.Outcome], the A2A protocol
+// binding and protocol version it came in, and whether it streamed; keys_bound_total
+// the first sends that bound their key, by [middleware.BoundBy]. Every series of the
+// two counters exists at zero from the start (each outcome, binding, protocol version
+// and streaming mode the kit knows; each way a key is bound), so that an alert on
+// increase(a2a_idempotency_sends_total{outcome="unavailable"}[5m]) sees the first
+// incident, not only the second. Each histogram
 // observes the sends that spent that kind of time ([middleware.Event.IndexTime],
 // WaitTime, ReplayTime), so that a send that did not wait does not pull the wait
 // quantiles to zero. The scope is never a label: it is as unbounded as the tenants.
@@ -72,11 +77,37 @@ type sendLabels struct {
 	streaming bool
 }
 
-// New returns an empty Collector.
+// Outcomes, Bindings, ProtocolVersions and BoundBys are the label values whose
+// counter series a new Collector starts at zero: every value the middleware and
+// grpcbinding report. An Event with another value still counts, in a series of its
+// own from then on.
+var (
+	Outcomes = []middleware.Outcome{
+		middleware.OutcomeClaimed, middleware.OutcomeReleased, middleware.OutcomeFailed, middleware.OutcomeReplayed,
+		middleware.OutcomeInFlight, middleware.OutcomeConflict, middleware.OutcomeRefused, middleware.OutcomeUnsupported,
+		middleware.OutcomeUnavailable, middleware.OutcomeTaskGone, middleware.OutcomeInternal, middleware.OutcomeAbandoned,
+	}
+	Bindings         = []middleware.ProtocolBinding{middleware.BindingJSONRPC, middleware.BindingHTTPJSON, middleware.BindingGRPC}
+	ProtocolVersions = []middleware.ProtocolVersion{middleware.Version10, middleware.Version03}
+	BoundBys         = []middleware.BoundBy{middleware.BoundByAdapter, middleware.BoundByAnswer}
+)
+
+// New returns a Collector whose counter series all stand at zero.
 func New() *Collector {
 	c := &Collector{
-		sends: make(map[sendLabels]uint64, defaultCapacity),
-		bound: make(map[middleware.BoundBy]uint64, 2),
+		sends: make(map[sendLabels]uint64, len(Outcomes)*len(Bindings)*len(ProtocolVersions)*2),
+		bound: make(map[middleware.BoundBy]uint64, len(BoundBys)),
+	}
+	for _, o := range Outcomes {
+		for _, b := range Bindings {
+			for _, v := range ProtocolVersions {
+				c.sends[sendLabels{o, string(b), string(v), false}] = 0
+				c.sends[sendLabels{o, string(b), string(v), true}] = 0
+			}
+		}
+	}
+	for _, by := range BoundBys {
+		c.bound[by] = 0
 	}
 	for i := range c.timers {
 		c.timers[i] = make(map[middleware.Outcome]*histogram, defaultCapacity)
@@ -130,7 +161,7 @@ func (c *Collector) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 // WriteTo writes the metrics to w in the Prometheus text exposition format
 // (version 0.0.4), series sorted by their labels, and returns the bytes written.
-// A metric with no series yet is written with its HELP and TYPE lines only.
+// A histogram with no series yet is written with its HELP and TYPE lines only.
 func (c *Collector) WriteTo(w io.Writer) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -144,8 +175,8 @@ func (c *Collector) WriteTo(w io.Writer) (int64, error) {
 			cmp.Compare(a.version, b.version), cmp.Compare(strconv.FormatBool(a.streaming), strconv.FormatBool(b.streaming)))
 	})
 	for _, l := range sends {
-		e.sample(SendsTotal, labels{"binding", l.binding, "outcome", string(l.outcome), "streaming",
-			strconv.FormatBool(l.streaming), "version", l.version}, float64(c.sends[l]))
+		e.sample(SendsTotal, labels{"binding", l.binding, "outcome", string(l.outcome), "protocol_version", l.version,
+			"streaming", strconv.FormatBool(l.streaming)}, float64(c.sends[l]))
 	}
 
 	e.family(KeysBoundTotal, "counter", "Keys that first sends bound to their task or reply, by what bound them.")

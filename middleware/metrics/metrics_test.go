@@ -3,8 +3,15 @@ package metrics_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
 	"math"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,8 +231,109 @@ func TestEmpty(t *testing.T) {
 			t.Errorf("%s: type %q help %q, want type %s and a help text", name, ex.types[name], ex.help[name], typ)
 		}
 	}
-	if len(ex.samples) != 0 {
-		t.Errorf("an empty collector wrote samples: %v", ex.samples)
+	// Every counter series is there at zero, so that the first incident counts.
+	want := map[string]bool{}
+	for _, o := range metrics.Outcomes {
+		for _, b := range metrics.Bindings {
+			for _, v := range metrics.ProtocolVersions {
+				for _, streaming := range []string{"false", "true"} {
+					want[fmt.Sprintf("%s{binding=%s,outcome=%s,protocol_version=%s,streaming=%s}", metrics.SendsTotal, b, o, v, streaming)] = true
+				}
+			}
+		}
+	}
+	for _, by := range metrics.BoundBys {
+		want[fmt.Sprintf("%s{bound_by=%s}", metrics.KeysBoundTotal, by)] = true
+	}
+	for _, s := range ex.samples {
+		keys := slices.Sorted(maps.Keys(s.labels))
+		var ls []string
+		for _, k := range keys {
+			ls = append(ls, k+"="+s.labels[k])
+		}
+		id := s.name + "{" + strings.Join(ls, ",") + "}"
+		if !want[id] || s.value != 0 {
+			t.Errorf("an empty collector wrote %s %v", id, s.value)
+		}
+		delete(want, id)
+	}
+	for id := range want {
+		t.Errorf("an empty collector lacks %s at 0", id)
+	}
+	if n := len(metrics.Outcomes) * len(metrics.Bindings) * len(metrics.ProtocolVersions) * 2; n != 144 {
+		t.Errorf("%d send series at start", n)
+	}
+}
+
+// The label values a Collector starts at zero are every Outcome, ProtocolBinding,
+// ProtocolVersion and BoundBy the middleware package declares: a new outcome cannot
+// be forgotten here.
+func TestZeroSeriesCoverTheMiddleware(t *testing.T) {
+	fset := token.NewFileSet()
+	declared := map[string][]string{}
+	files, err := filepath.Glob("../*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				typ, ok := vs.Type.(*ast.Ident)
+				if !ok || len(vs.Values) != 1 {
+					continue
+				}
+				lit, ok := vs.Values[0].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				declared[typ.Name] = append(declared[typ.Name], v)
+			}
+		}
+	}
+	str := func(xs any) []string {
+		var out []string
+		switch xs := xs.(type) {
+		case []middleware.Outcome:
+			for _, x := range xs {
+				out = append(out, string(x))
+			}
+		case []middleware.ProtocolBinding:
+			for _, x := range xs {
+				out = append(out, string(x))
+			}
+		case []middleware.ProtocolVersion:
+			for _, x := range xs {
+				out = append(out, string(x))
+			}
+		case []middleware.BoundBy:
+			for _, x := range xs {
+				out = append(out, string(x))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for typ, have := range map[string][]string{
+		"Outcome": str(metrics.Outcomes), "ProtocolBinding": str(metrics.Bindings),
+		"ProtocolVersion": str(metrics.ProtocolVersions), "BoundBy": str(metrics.BoundBys),
+	} {
+		want := slices.DeleteFunc(slices.Sorted(slices.Values(declared[typ])), func(v string) bool { return v == "" })
+		if !slices.Equal(have, want) {
+			t.Errorf("%s: the collector starts %q at zero; the middleware declares %q", typ, have, want)
+		}
 	}
 }
 
@@ -245,10 +353,10 @@ func TestCountsAndHistograms(t *testing.T) {
 		BoundBy: middleware.BoundByAnswer, IndexTime: 20 * time.Second})
 
 	ex := scrape(t, c)
-	if got := ex.value(t, metrics.SendsTotal, "outcome", "claimed", "binding", "JSONRPC", "version", "1.0", "streaming", "false"); got != 4 {
+	if got := ex.value(t, metrics.SendsTotal, "outcome", "claimed", "binding", "JSONRPC", "protocol_version", "1.0", "streaming", "false"); got != 4 {
 		t.Errorf("claimed sends %v, want 4", got)
 	}
-	if got := ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "HTTP+JSON", "version", "0.3", "streaming", "true"); got != 1 {
+	if got := ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "HTTP+JSON", "protocol_version", "0.3", "streaming", "true"); got != 1 {
 		t.Errorf("replayed sends %v, want 1", got)
 	}
 	if got := ex.value(t, metrics.KeysBoundTotal, "bound_by", "adapter"); got != 3 {
@@ -334,7 +442,7 @@ func TestLabelEscaping(t *testing.T) {
 	const odd = "a\"b\\c\nd"
 	c.Observe(middleware.Event{Outcome: middleware.OutcomeClaimed, Binding: odd})
 	ex := scrape(t, c)
-	if got := ex.value(t, metrics.SendsTotal, "outcome", "claimed", "binding", odd, "version", "", "streaming", "false"); got != 1 {
+	if got := ex.value(t, metrics.SendsTotal, "outcome", "claimed", "binding", odd, "protocol_version", "", "streaming", "false"); got != 1 {
 		t.Errorf("escaped series %v, want 1", got)
 	}
 }
@@ -358,8 +466,8 @@ func TestConcurrent(t *testing.T) {
 	})
 	wg.Wait()
 	ex := scrape(t, c)
-	total := ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "JSONRPC", "version", "1.0", "streaming", "true") +
-		ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "JSONRPC", "version", "1.0", "streaming", "false")
+	total := ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "JSONRPC", "protocol_version", "1.0", "streaming", "true") +
+		ex.value(t, metrics.SendsTotal, "outcome", "replayed", "binding", "JSONRPC", "protocol_version", "1.0", "streaming", "false")
 	if total != 1600 {
 		t.Errorf("counted %v sends, want 1600", total)
 	}

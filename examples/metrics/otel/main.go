@@ -59,7 +59,7 @@ const (
 	outcomeKey   = attribute.Key("a2a.idempotency.outcome")
 	boundByKey   = attribute.Key("a2a.idempotency.bound_by")
 	bindingKey   = attribute.Key("a2a.binding")
-	versionKey   = attribute.Key("a2a.version")
+	versionKey   = attribute.Key("a2a.protocol_version")
 	streamingKey = attribute.Key("a2a.streaming")
 )
 

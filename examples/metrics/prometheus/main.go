@@ -67,7 +67,7 @@ func newObserver(reg prometheus.Registerer) *observer {
 	o := &observer{
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metrics.SendsTotal,
 			Help: "Keyed sends the idempotency middleware handled, by outcome."},
-			[]string{"outcome", "binding", "version", "streaming"}),
+			[]string{"outcome", "binding", "protocol_version", "streaming"}),
 		bound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metrics.KeysBoundTotal,
 			Help: "Keys that first sends bound to their task or reply, by what bound them."}, []string{"bound_by"}),
 		index:  duration(metrics.IndexDuration, "Time keyed sends spent in calls to the idempotency index."),
@@ -75,6 +75,19 @@ func newObserver(reg prometheus.Registerer) *observer {
 		replay: duration(metrics.ReplayDuration, "Time retries spent reading the first attempt's task."),
 	}
 	reg.MustRegister(o.sends, o.bound, o.index, o.wait, o.replay)
+	// Every counter series at zero from the start, as the kit's collector has them, so
+	// that increase() sees the first incident.
+	for _, oc := range metrics.Outcomes {
+		for _, b := range metrics.Bindings {
+			for _, v := range metrics.ProtocolVersions {
+				o.sends.WithLabelValues(string(oc), string(b), string(v), "false")
+				o.sends.WithLabelValues(string(oc), string(b), string(v), "true")
+			}
+		}
+	}
+	for _, by := range metrics.BoundBys {
+		o.bound.WithLabelValues(string(by))
+	}
 	return o
 }
 

@@ -362,8 +362,8 @@ func TestProxyAdmin(t *testing.T) {
 	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
 	metrics := string(get(t, admin+"/metrics"))
 	for _, line := range []string{
-		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",streaming="false",version="1.0"} 1`,
-		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",streaming="false",version="1.0"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",protocol_version="1.0",streaming="false"} 1`,
+		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="replayed",protocol_version="1.0",streaming="false"} 1`,
 		`a2a_idempotency_index_duration_seconds_count{outcome="claimed"} 1`,
 		`a2a_idempotency_replay_duration_seconds_count{outcome="replayed"} 1`,
 	} {

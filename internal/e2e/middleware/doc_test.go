@@ -1,5 +1,6 @@
-// Package middleware_test runs the middleware's end-to-end tests: the real a2a-go
-// servers and clients of A2A v1.0 and v0.3 (a2acompat/a2av0 and a2a-go v0.3.x), with
-// the middleware in front, in every dialect. They live in the harness module so that
-// the library's go.mod does not list a2a-go v0.3.x, a2acompat or gRPC.
+// Package middleware_test runs the middleware's tests that need a2a-go v0.3.x
+// (github.com/a2aproject/a2a-go), which the library's go.mod must not list: a
+// server and client of that version behind the middleware, and the fixtures the
+// middleware's v0.3 reader and converter are held to. The middleware's other tests
+// live beside it, in middleware/.
 package middleware_test

@@ -293,11 +293,8 @@ var (
 	rest03    = dialect{"HTTP+JSON", "0.3"}
 )
 
-// dialects are every dialect the middleware serves; v1Dialects those with tenants.
-var (
-	dialects   = []dialect{jsonrpc10, rest10, jsonrpc03, rest03}
-	v1Dialects = []dialect{jsonrpc10, rest10}
-)
+// dialects are every dialect the middleware serves.
+var dialects = []dialect{jsonrpc10, rest10, jsonrpc03, rest03}
 
 func (d dialect) String() string { return d.binding + "-" + d.version }
 
@@ -316,10 +313,7 @@ func modesOf(ds ...dialect) []mode {
 	return ms
 }
 
-var (
-	modes   = modesOf(dialects...)
-	v1Modes = modesOf(v1Dialects...)
-)
+var modes = modesOf(dialects...)
 
 func (m mode) String() string {
 	if m.streaming {

@@ -278,40 +278,6 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 	}
 }
 
-// (A2A v0.3 has no tenant.)
-func TestSameKeyInTwoTenantsMakesTwoTasks(t *testing.T) {
-	for _, m := range v1Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "echo tenants")
-			var ids []a2a.TaskID
-			for _, tenant := range []string{"acme", "globex", "acme"} {
-				evs, err := send(ctx, h.client(m.dialect, tenant, ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
-				if err != nil {
-					t.Fatalf("tenant %s: %v", tenant, err)
-				}
-				ids = append(ids, taskOf(evs[0]))
-			}
-			if ids[0] == ids[1] || ids[0] != ids[2] {
-				t.Fatalf("tasks %v: want two tasks, the first replayed for its tenant", ids)
-			}
-			if n := h.agent.RunsOf(msg.ID); n != 2 {
-				t.Fatalf("agent ran %d times, want 2", n)
-			}
-			scopes := map[string]bool{}
-			h.mu.Lock()
-			for _, e := range h.events {
-				scopes[e.Scope] = true
-			}
-			h.mu.Unlock()
-			if len(scopes) != 2 || !scopes["acme"] || !scopes["globex"] {
-				t.Fatalf("observed scopes %v", scopes)
-			}
-		})
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func deref(p *int) any {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
@@ -551,84 +547,4 @@ func checkReleased(t *testing.T, h *harness, m mode, at marks, e middleware.Even
 	if e.BoundBy != middleware.BoundByNone {
 		t.Errorf("event %+v: a released key bound", e)
 	}
-}
-
-// Every log line of one keyed send names the same request_id and the same redacted
-// key, at every level, and the line that decides the send names its outcome: a grep
-// for either follows the send from claim to bind or release.
-func TestLogLinesFollowOneSend(t *testing.T) {
-	var logs lockedBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := newHarness(t, harnessConfig{opts: middleware.Options{Logger: logger}})
-	key := idempotency.NewKey()
-	msg := keyedMessage(t, key, "fail first")
-	const id = "req-7f3a9c1e"
-	hc := &http.Client{Transport: headerTransport{base: h.hc.Transport, name: "X-Request-Id", value: id}}
-	c, err := a2aclient.NewFromEndpoints(context.Background(),
-		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.srv.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
-		a2aclient.WithJSONRPCTransport(hc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err == nil {
-		t.Fatal("the failing send succeeded")
-	}
-	// And one without X-Request-Id: the middleware makes one up.
-	if err := echoSend(context.Background(), h, mode{jsonrpc10, false}, msg); err != nil {
-		t.Fatal(err)
-	}
-	h.expectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
-
-	bySend := map[string][]map[string]any{}
-	for line := range strings.Lines(logs.String()) {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if rec["key"] != idempotency.RedactKey(key) {
-			t.Errorf("log line with key %v, want the redacted %q: %s", rec["key"], idempotency.RedactKey(key), line)
-		}
-		if strings.Contains(line, key) {
-			t.Errorf("the full key is logged: %s", line)
-		}
-		rid, _ := rec["request_id"].(string)
-		bySend[rid] = append(bySend[rid], rec)
-	}
-	if len(bySend) != 2 || bySend[id] == nil || bySend[""] != nil {
-		t.Fatalf("log lines by request_id: %v; want two sends, one of them %q", slices.Collect(maps.Keys(bySend)), id)
-	}
-	for rid, recs := range bySend {
-		msgs := make([]string, len(recs))
-		for i, r := range recs {
-			msgs[i] = r["msg"].(string)
-		}
-		if len(recs) < 2 || !strings.Contains(msgs[0], "claimed") {
-			t.Errorf("send %s: lines %q, want the claim first", rid, msgs)
-		}
-		last := recs[len(recs)-1]
-		want := "claimed"
-		if rid == id {
-			want = "released"
-		}
-		if last["outcome"] != want || last["msg"] != "idempotency: keyed send done" {
-			t.Errorf("send %s: last line %v, want the end of the send with outcome %s", rid, last, want)
-		}
-		for _, r := range recs {
-			if o, ok := r["outcome"]; ok && o != want {
-				t.Errorf("send %s: a line names outcome %v, want %s", rid, o, want)
-			}
-		}
-	}
-}
-
-// headerTransport sets one request header.
-type headerTransport struct {
-	base        http.RoundTripper
-	name, value string
-}
-
-func (ht headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set(ht.name, ht.value)
-	return ht.base.RoundTrip(r)
 }

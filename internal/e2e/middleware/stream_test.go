@@ -1,10 +1,8 @@
 package middleware_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -311,98 +309,5 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
-	}
-}
-
-// firstEventDropper passes a handler's answers on, but drops the first event of
-// every SubscribeToTask stream, as a2a-go v0.3.x's subscriptions start with the
-// task's next update rather than the task. It signals each drop on dropped.
-type firstEventDropper struct {
-	next    http.Handler
-	dropped chan struct{}
-}
-
-func (d *firstEventDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if !bytes.Contains(body, []byte(`"SubscribeToTask"`)) {
-		d.next.ServeHTTP(w, r)
-		return
-	}
-	d.next.ServeHTTP(&dropWriter{ResponseWriter: w, d: d}, r)
-}
-
-// dropWriter drops the bytes of the first event it is given.
-type dropWriter struct {
-	http.ResponseWriter
-	d       *firstEventDropper
-	held    []byte
-	dropped bool
-}
-
-func (w *dropWriter) Write(p []byte) (int, error) {
-	if w.dropped {
-		return w.ResponseWriter.Write(p)
-	}
-	w.held = append(w.held, p...)
-	if i := bytes.Index(w.held, []byte("\n\n")); i >= 0 {
-		rest := w.held[i+2:]
-		w.held, w.dropped = nil, true
-		w.d.dropped <- struct{}{}
-		if _, err := w.ResponseWriter.Write(rest); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
-}
-
-func (w *dropWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w *dropWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// A streaming retry still starts with the task when the server's subscription
-// starts with an update: the middleware reads the task and sends it first.
-func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
-	dropper := &firstEventDropper{dropped: make(chan struct{}, 1)}
-	h := newHarness(t, harnessConfig{wrap: func(next http.Handler) http.Handler {
-		dropper.next = next
-		return dropper
-	}})
-	c := h.client(jsonrpc10, "", "")
-	ctx := context.Background()
-	msg := keyedMessage(t, idempotency.NewKey(), "block until released")
-	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	it, _ := next(t, first)
-	task, ok := it.ev.(*a2a.Task)
-	if it.err != nil || !ok {
-		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
-	}
-	waitState(t, c, task.ID, a2a.TaskStateWorking)
-
-	retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
-	h.releaseAgents()
-	it, _ = next(t, retry)
-	if got, ok := it.ev.(*a2a.Task); it.err != nil || !ok || got.ID != task.ID {
-		t.Fatalf("retry's first event: %#v, %v; want task %s", it.ev, it.err, task.ID)
-	}
-	var later []a2a.Event
-	for {
-		it, ok := next(t, retry)
-		if !ok {
-			break
-		}
-		if it.err != nil {
-			t.Fatalf("retry stream: %v", it.err)
-		}
-		later = append(later, it.ev)
-	}
-	if finalState(later) != a2a.TaskStateCompleted {
-		t.Fatalf("retry's later events %v: want the completion", later)
-	}
-	for range first {
-	}
-	if n := h.agent.RunsOf(msg.ID); n != 1 {
-		t.Fatalf("agent ran %d times, want 1", n)
 	}
 }

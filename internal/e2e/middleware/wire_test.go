@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -288,87 +286,6 @@ func TestOversizeBodyGets413(t *testing.T) {
 	}
 }
 
-// The recorder of a forwarded send is an http.Flusher and unwraps to the server's
-// own ResponseWriter, so http.ResponseController reaches it.
-func TestResponseControllerThroughMiddleware(t *testing.T) {
-	type result struct {
-		flushErr, deadlineErr error
-		flusher               bool
-	}
-	results := make(chan result, 1)
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, flusher := w.(http.Flusher)
-		rc := http.NewResponseController(w)
-		res := result{flusher: flusher, deadlineErr: rc.SetWriteDeadline(time.Now().Add(time.Minute))}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"r1","role":"ROLE_AGENT","parts":[{"text":"hi"}]}}}`)
-		res.flushErr = rc.Flush()
-		results <- res
-	})
-	h := newHarness(t, harnessConfig{inner: inner})
-	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
-		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
-	resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	res := <-results
-	if !res.flusher || res.flushErr != nil || res.deadlineErr != nil {
-		t.Fatalf("through the middleware: Flusher %v, Flush %v, SetWriteDeadline %v", res.flusher, res.flushErr, res.deadlineErr)
-	}
-	h.expectOutcomes(middleware.OutcomeClaimed)
-}
-
-// A send whose answer the middleware cannot read leaves the key pending; it is not
-// released (the agent may have run), and a retry waits and then gets 409.
-func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"weird":true}}`)
-	})
-	h := newHarness(t, harnessConfig{inner: inner, opts: middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: time.Hour}})
-	body := `{"jsonrpc":"2.0","id":"r-1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
-		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"0123456789abcdef0123"}}}}`
-	for i, want := range []int{200, 409} {
-		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("send %d: %d %q, want %d", i, resp.StatusCode, got, want)
-		}
-		if want == 409 {
-			ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-			if err != nil || ra != 10 {
-				t.Fatalf("Retry-After %q, want the lease left (about 3600) capped at 10", resp.Header.Get("Retry-After"))
-			}
-			var e struct {
-				ID    string `json:"id"`
-				Error struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if json.Unmarshal(got, &e) != nil || e.ID != "r-1" || e.Error.Code != -32000 || !strings.Contains(e.Error.Message, "still in flight") {
-				t.Fatalf("409 body %q", got)
-			}
-		}
-	}
-	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight)
-	logs := h.logs.String()
-	if !strings.Contains(logs, "could not learn what a keyed send produced") {
-		t.Fatalf("logs %q do not explain the pending key", logs)
-	}
-	// The log shows the real time left on the lease, not the capped Retry-After.
-	if !strings.Contains(logs, "lease_left=59m59") || !strings.Contains(logs, "retry_after=10s") {
-		t.Fatalf("logs %q do not show the lease left (about 1h) and the Retry-After (10s) of the 409", logs)
-	}
-}
-
 // Keys never reach logs in full above debug level.
 func TestLogsRedactKeys(t *testing.T) {
 	h := newHarness(t, harnessConfig{index: failingIndex()})
@@ -379,21 +296,6 @@ func TestLogsRedactKeys(t *testing.T) {
 	logs := h.logs.String()
 	if !strings.Contains(logs, idempotency.RedactKey(key)) || strings.Contains(logs, key) {
 		t.Fatalf("logs %q: want the redacted key only", logs)
-	}
-}
-
-func TestNewValidatesOptions(t *testing.T) {
-	for _, opts := range []middleware.Options{
-		{Lease: -time.Second},
-		{MaxBodyBytes: -1},
-		{IndexTimeout: -time.Second},
-	} {
-		if _, err := middleware.New(nil, opts); err == nil {
-			t.Fatalf("New(%+v) succeeded", opts)
-		}
-	}
-	if _, err := middleware.New(nil, middleware.Options{ReplayWait: -1}); err != nil {
-		t.Fatalf("a negative ReplayWait (do not wait) was refused: %v", err)
 	}
 }
 
@@ -433,60 +335,4 @@ func httpDo(t *testing.T, hc *http.Client, method, url, body string, header http
 	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
 	return resp, got
-}
-
-// A stream's keep-alives before its first event reach the client at once; only the
-// first event waits for the key to be bound.
-func TestKeepAlivesBeforeFirstEventFlowLive(t *testing.T) {
-	proceed := make(chan struct{})
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, ": keep-alive\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-proceed:
-		case <-r.Context().Done():
-			return
-		}
-		io.WriteString(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{\"task\":{\"id\":\"t-9\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n")
-		w.(http.Flusher).Flush()
-	})
-	h := newHarness(t, harnessConfig{inner: inner})
-	body := `{"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
-		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
-	type first struct {
-		resp  *http.Response
-		bytes string
-		err   error
-	}
-	read := make(chan first, 1)
-	go func() {
-		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
-		if err != nil {
-			read <- first{err: err}
-			return
-		}
-		buf := make([]byte, len(": keep-alive\n\n"))
-		_, err = io.ReadFull(resp.Body, buf)
-		read <- first{resp, string(buf), err}
-	}()
-	var resp *http.Response
-	select {
-	case got := <-read:
-		if got.err != nil || got.bytes != ": keep-alive\n\n" {
-			t.Fatalf("first bytes %q, %v", got.bytes, got.err)
-		}
-		resp = got.resp
-	case <-time.After(10 * time.Second):
-		close(proceed)
-		t.Fatal("the keep-alive was held back")
-	}
-	defer resp.Body.Close()
-	close(proceed)
-	rest, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(rest), `"id":"t-9"`) {
-		t.Fatalf("rest of the stream %q", rest)
-	}
-	h.expectOutcomes(middleware.OutcomeClaimed)
 }

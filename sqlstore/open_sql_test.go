@@ -1,0 +1,59 @@
+//go:build cgo
+
+package sqlstore_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/sqlstore"
+)
+
+// Open gives a handle New and Migrate take, on SQLite (a file created on the spot,
+// in WAL mode as the package asks) and on PostgreSQL when IDEMPOTENCY_POSTGRES_DSN
+// is set; a database that does not answer is an error that hides the password.
+func TestOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.db")
+	urls := []string{"sqlite:" + path}
+	if dsn := os.Getenv(postgresDSNVar); dsn != "" {
+		urls = append(urls, dsn)
+	} else {
+		t.Log("PostgreSQL part skipped: set " + postgresDSNVar)
+	}
+	for _, u := range urls {
+		db, err := sqlstore.Open(t.Context(), u)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", sqlstore.Describe(u), err)
+		}
+		t.Cleanup(func() { db.Close() })
+		table := "open_test_" + randomName()
+		t.Cleanup(func() { db.Exec("DROP TABLE " + table) })
+		store, err := sqlstore.New(db, sqlstore.Options{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := idempotency.CheckIndex(t.Context(), store); err != nil {
+			t.Errorf("CheckIndex on %s: %v", sqlstore.Describe(u), err)
+		}
+	}
+	var mode string
+	db, err := sqlstore.Open(t.Context(), path) // the same file, as a plain path
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Get(&mode, "PRAGMA journal_mode"); err != nil || mode != "wal" {
+		t.Errorf("journal_mode %q, %v; want wal", mode, err)
+	}
+
+	_, err = sqlstore.Open(t.Context(), "postgres://app:secret@127.0.0.1:1/app?sslmode=disable&connect_timeout=2")
+	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "postgres://app:xxxxx@127.0.0.1:1/app") {
+		t.Errorf("Open of a database that does not answer: %v; want an error naming it without the password", err)
+	}
+}
