@@ -19,10 +19,16 @@
 // process's CPU to the hop's in the same round, before the median is taken.
 // IDEMPOTENCY_COST_PROFILE=dir also writes CPU and allocation profiles of the
 // sidecar (unkeyed, and keyed on SQLite) to dir and prints their top frames.
+// IDEMPOTENCY_COST_BASELINE_OVERLAY=overlay.json also runs a baseline build of the
+// sidecar, its files replaced as the overlay says (go help build), unkeyed and keyed
+// on SQLite, interleaved with the others: a before/after comparison in one run.
 //
 // TestInProcessInstructions (opt-in: IDEMPOTENCY_COST_CALLGRIND=1, slow: about a
 // minute a configuration) runs this test binary again under valgrind --tool=callgrind
-// (GODEBUG=asyncpreemptoff=1) for each of: bare a2a-go unkeyed; bare a2a-go fed
+// (GODEBUG=asyncpreemptoff=1, GOGC=off unless IDEMPOTENCY_COST_GOGC says otherwise:
+// collection cycles come in steps too coarse for a few hundred sends, so the figure
+// is the work itself, allocations included, collection excluded; allocations and
+// bytes a send are reported beside) for each of: bare a2a-go unkeyed; bare a2a-go fed
 // keyed bodies; the kit unkeyed; the kit on keyed first sends with memstore. Each
 // child serves its sends through the handler in-process, one at a time, without a
 // network; it runs twice, with two counts of sends, and the difference of the two

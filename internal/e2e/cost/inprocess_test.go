@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +45,7 @@ var inProcessConfigs = []inProcess{
 const (
 	childEnv   = "IDEMPOTENCY_COST_CHILD"
 	childNEnv  = "IDEMPOTENCY_COST_CHILD_SENDS"
+	childStats = "IDEMPOTENCY_COST_CHILD_STATS"
 	callgrindE = "IDEMPOTENCY_COST_CALLGRIND"
 )
 
@@ -65,38 +67,56 @@ func TestInProcessInstructions(t *testing.T) {
 		bindings = []wireclient.Binding{wireclient.Binding(b)}
 	}
 	dir := t.TempDir()
-	instr := func(cfg inProcess, b wireclient.Binding, n int) float64 {
+	gogc := os.Getenv("IDEMPOTENCY_COST_GOGC")
+	if gogc == "" {
+		gogc = "off"
+	}
+	// instr returns the instructions, allocations and bytes allocated of one child
+	// run of n sends.
+	instr := func(cfg inProcess, b wireclient.Binding, n int) (total, mallocs, bytes float64) {
 		out := filepath.Join(dir, fmt.Sprintf("callgrind.%s.%s.%d", cfg.name, strings.ReplaceAll(string(b), "+", ""), n))
+		stats := out + ".stats"
 		cmd := exec.Command(valgrind, "--tool=callgrind", "--callgrind-out-file="+out,
 			os.Args[0], "-test.run=^TestInProcessChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=2", "GOGC=off",
-			childEnv+"="+cfg.name+","+string(b), childNEnv+"="+strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=2", "GOGC="+gogc,
+			childEnv+"="+cfg.name+","+string(b), childNEnv+"="+strconv.Itoa(n), childStats+"="+stats)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("valgrind %s %s: %v\n%s", cfg.name, b, err, msg)
 		}
-		total, err := callgrindTotal(out)
+		ir, err := callgrindTotal(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return float64(total)
+		st, err := os.ReadFile(stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Sscan(string(st), &mallocs, &bytes); err != nil {
+			t.Fatalf("%s: %v", stats, err)
+		}
+		return float64(ir), mallocs, bytes
 	}
 	start := time.Now()
 	type row struct {
-		b      wireclient.Binding
-		cfg    inProcess
-		perReq float64
+		b                      wireclient.Binding
+		cfg                    inProcess
+		perReq, allocs, kbytes float64
 	}
 	var rows []row
 	for _, b := range bindings {
 		for _, cfg := range inProcessConfigs {
-			perReq := (instr(cfg, b, hi) - instr(cfg, b, lo)) / float64(hi-lo)
-			rows = append(rows, row{b, cfg, perReq})
-			fmt.Printf("%s %s: %.2f M instructions a send\n", b, cfg.name, perReq/1e6)
+			i1, m1, b1 := instr(cfg, b, hi)
+			i0, m0, b0 := instr(cfg, b, lo)
+			d := float64(hi - lo)
+			r := row{b, cfg, (i1 - i0) / d, (m1 - m0) / d, (b1 - b0) / d / 1024}
+			rows = append(rows, r)
+			fmt.Printf("%s %s: %.3f M instructions, %.0f allocations, %.1f KiB a send\n", b, cfg.name, r.perReq/1e6, r.allocs, r.kbytes)
 		}
 	}
-	fmt.Printf("\ncallgrind, (%d sends − %d sends) / %d, one send at a time, in-process, %s\n\n", hi, lo, hi-lo, time.Since(start).Round(time.Second))
-	fmt.Println("| binding | configuration | M instructions / send | vs bare unkeyed | vs bare fed the same keyed bodies |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("\ncallgrind, GOGC=%s, (%d sends − %d sends) / %d, one send at a time, in-process, %s\n\n", gogc, hi, lo, hi-lo,
+		time.Since(start).Round(time.Second))
+	fmt.Println("| binding | configuration | M instructions / send | allocations / send | KiB / send | vs bare unkeyed | vs bare fed the same keyed bodies |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		var unkeyed, keyedBody float64
 		for _, o := range rows {
@@ -111,7 +131,8 @@ func TestInProcessInstructions(t *testing.T) {
 		if r.cfg.kit && r.cfg.keyed {
 			vsKeyed = fmt.Sprintf("**%+.1f %%**", 100*(r.perReq/keyedBody-1))
 		}
-		fmt.Printf("| %s | %s | %.2f | %+.1f %% | %s |\n", r.b, r.cfg.name, r.perReq/1e6, 100*(r.perReq/unkeyed-1), vsKeyed)
+		fmt.Printf("| %s | %s | %.3f | %.0f | %.1f | %+.1f %% | %s |\n", r.b, r.cfg.name, r.perReq/1e6, r.allocs, r.kbytes,
+			100*(r.perReq/unkeyed-1), vsKeyed)
 	}
 	fmt.Println()
 }
@@ -170,6 +191,13 @@ func TestInProcessChild(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), taskMark) {
 			t.Fatalf("%s send %d: HTTP %d: %.300s", cfg.name, i, rec.Code, rec.Body.Bytes())
+		}
+	}
+	if path := os.Getenv(childStats); path != "" {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if err := os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", ms.Mallocs, ms.TotalAlloc), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -66,24 +66,33 @@ func costEnv(name string, def int) int {
 	return def
 }
 
-// buildWithDebug builds the main package pkg with debugSource added, into dir.
-func buildWithDebug(t *testing.T, dir, pkg string) string {
+// buildWithDebug builds the main package pkg with debugSource added, into dir, as
+// the binary name (default: the package's base name), with the files of extra (an
+// overlay file's Replace map: path → replacement, "" deletes) replaced too.
+func buildWithDebug(t *testing.T, dir, pkg, name string, extra map[string]string) string {
 	t.Helper()
+	if name == "" {
+		name = filepath.Base(pkg)
+	}
 	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output()
 	if err != nil {
 		t.Fatalf("go list %s: %v", pkg, err)
 	}
 	pkgDir := strings.TrimSpace(string(out))
-	src := filepath.Join(dir, filepath.Base(pkg)+"_debug.go")
+	src := filepath.Join(dir, name+"_debug.go")
 	if err := os.WriteFile(src, []byte(debugSource), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(pkgDir, "zz_cost_debug.go"): src}})
-	ov := filepath.Join(dir, filepath.Base(pkg)+"_overlay.json")
+	replace := map[string]string{filepath.Join(pkgDir, "zz_cost_debug.go"): src}
+	for k, v := range extra {
+		replace[k] = v
+	}
+	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
+	ov := filepath.Join(dir, name+"_overlay.json")
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, filepath.Base(pkg))
+	bin := filepath.Join(dir, name)
 	if out, err := exec.Command("go", "build", "-overlay", ov, "-o", bin, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
@@ -318,47 +327,78 @@ func TestProcessCost(t *testing.T) {
 	if !testkit.SQLiteAvailable() {
 		t.Skip("the sidecar's SQLite store needs cgo")
 	}
-	n := costEnv("IDEMPOTENCY_COST_REQUESTS", 2000)
+	n := costEnv("IDEMPOTENCY_COST_REQUESTS", 1000)
 	rounds := costEnv("IDEMPOTENCY_COST_ROUNDS", 3)
 	conc := costEnv("IDEMPOTENCY_COST_CONC", 8)
 	dir := t.TempDir()
 	logs := &lockedWriter{w: os.Stderr}
 
-	upBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/upstream")
-	hopBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/cost/hop")
-	proxyBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy")
+	const proxyPkg = "github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy"
+	upBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/upstream", "", nil)
+	hopBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/cost/hop", "", nil)
+	proxyBin := buildWithDebug(t, dir, proxyPkg, "", nil)
+	// A baseline build of the sidecar, for a before/after comparison in one run:
+	// the same package with the files of an overlay replaced (go help build).
+	var baseBin string
+	if path := os.Getenv("IDEMPOTENCY_COST_BASELINE_OVERLAY"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ov struct{ Replace map[string]string }
+		if err := json.Unmarshal(b, &ov); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		baseBin = buildWithDebug(t, dir, proxyPkg, "proxy-baseline", ov.Replace)
+	}
 
 	up := startProc(t, "upstream", upBin, logs)
 	hop := startProc(t, "hop", hopBin, logs, "-upstream", up.url)
-	sidecar := func(name, store, table string, extra ...string) *proc {
+	sidecar := func(bin, name, store, table string, extra ...string) *proc {
 		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
 			"-table", table, "-log-level", "WARN"}, extra...)
-		return startProc(t, name, proxyBin, logs, args...)
+		return startProc(t, name, bin, logs, args...)
 	}
-	sqlite := sidecar("sidecar-sqlite", filepath.Join(dir, "keys.db"), "idempotency_keys")
-	sqliteOff := sidecar("sidecar-sqlite-ebOff", filepath.Join(dir, "keys-off.db"), "idempotency_keys", "-early-bind", "off")
+	sqlite := sidecar(proxyBin, "sidecar-sqlite", filepath.Join(dir, "keys.db"), "idempotency_keys")
+	sqliteOff := sidecar(proxyBin, "sidecar-sqlite-ebOff", filepath.Join(dir, "keys-off.db"), "idempotency_keys", "-early-bind", "off")
+	var base *proc
+	if baseBin != "" {
+		base = sidecar(baseBin, "sidecar-baseline", filepath.Join(dir, "keys-base.db"), "idempotency_keys")
+	}
 	var pg *proc
 	if dsn := os.Getenv("IDEMPOTENCY_POSTGRES_DSN"); dsn != "" {
 		ix := testkit.ForTest(t, "postgres", 4)
-		pg = sidecar("sidecar-postgres", dsn, ix.Table)
+		pg = sidecar(proxyBin, "sidecar-postgres", dsn, ix.Table)
 	} else {
 		fmt.Println("note: IDEMPOTENCY_POSTGRES_DSN is not set: no PostgreSQL rows")
 	}
 	fmt.Println("note: the sidecar opens PostgreSQL through lib/pq only (no pgx rows); no redisstore module on this branch (no Redis rows)")
 
+	// The hop is every ratio's baseline, in both bindings and both kinds of body;
+	// the direct rows (the upstream's own CPU), early bind off and PostgreSQL are
+	// run on JSON-RPC only, to keep a round short on a shared machine.
 	var configs []config
 	for _, b := range wireclient.Bindings {
+		rpc := b == wireclient.JSONRPC
+		if rpc {
+			configs = append(configs, config{name: "direct", binding: b}, config{name: "direct", binding: b, keyed: true})
+		}
 		configs = append(configs,
-			config{name: "direct", binding: b},
 			config{name: "hop", binding: b, front: hop},
 			config{name: "sidecar", binding: b, front: sqlite, base: "hop"},
-			config{name: "direct", binding: b, keyed: true},
 			config{name: "hop", binding: b, keyed: true, front: hop},
 			config{name: "sidecar-sqlite", binding: b, keyed: true, front: sqlite, base: "hop"},
-			config{name: "sidecar-sqlite-ebOff", binding: b, keyed: true, front: sqliteOff, base: "hop"},
 		)
-		if pg != nil {
+		if rpc {
+			configs = append(configs, config{name: "sidecar-sqlite-ebOff", binding: b, keyed: true, front: sqliteOff, base: "hop"})
+		}
+		if rpc && pg != nil {
 			configs = append(configs, config{name: "sidecar-postgres", binding: b, keyed: true, front: pg, base: "hop"})
+		}
+		if base != nil {
+			configs = append(configs,
+				config{name: "sidecar-baseline", binding: b, front: base, base: "hop"},
+				config{name: "sidecar-sqlite-baseline", binding: b, keyed: true, front: base, base: "hop"})
 		}
 	}
 
@@ -369,7 +409,7 @@ func TestProcessCost(t *testing.T) {
 	cl := &client{hc: &http.Client{Transport: tr}, conc: conc, run: testkit.RandomName("cost")}
 
 	for _, c := range configs { // warm up: connections, statement caches, the sidecar's card read
-		measure(t, cl, up, c, 200)
+		measure(t, cl, up, c, 50)
 	}
 	samples := make(map[string][]sample)
 	ratios := make(map[string][]float64)
@@ -384,6 +424,7 @@ func TestProcessCost(t *testing.T) {
 			round[c.label()] = s
 			samples[c.label()] = append(samples[c.label()], s)
 		}
+		fmt.Fprintf(os.Stderr, "round %d of %d done, %s, load average %s\n", r+1, rounds, time.Since(start).Round(time.Second), loadAverage())
 		for _, c := range configs {
 			if c.base == "" {
 				continue
@@ -425,7 +466,7 @@ func TestProcessCost(t *testing.T) {
 
 	if dir := os.Getenv("IDEMPOTENCY_COST_PROFILE"); dir != "" {
 		for _, c := range configs {
-			if c.binding != wireclient.JSONRPC || c.front != sqlite {
+			if c.binding != wireclient.JSONRPC || (c.front != sqlite && (base == nil || c.front != base)) {
 				continue
 			}
 			profile(t, cl, up, c, dir)
@@ -439,7 +480,7 @@ func profile(t *testing.T, cl *client, up *proc, c config, dir string) {
 	name := strings.NewReplacer(" ", "-", "+", "").Replace(c.label())
 	cpuFile := filepath.Join(dir, name+".cpu.pprof")
 	done := make(chan error, 1)
-	go func() { done <- fetch(c.front.debug+"/debug/pprof/profile?seconds=8", cpuFile) }()
+	go func() { done <- fetch(c.front.debug+"/debug/pprof/profile?seconds=6", cpuFile) }()
 	m0 := c.front.mallocs(t)
 	sent := 0
 	for {
