@@ -36,7 +36,9 @@ type Options struct {
 
 	// Lease, SoleInstance, ReplayWait, IndexTimeout, Logger and Observe are those of
 	// [middleware.Options]; set them as for the HTTP middleware on the same index.
-	// Events report the binding [middleware.BindingGRPC].
+	// Events report the binding [middleware.BindingGRPC]. The engine extends a
+	// running send's lease as it does on HTTP, so a send may run for longer than its
+	// lease: a retry waits (ABORTED) until it binds.
 	Lease        time.Duration
 	SoleInstance bool
 	ReplayWait   time.Duration
@@ -248,11 +250,27 @@ func (s *keyedStream) finish(err error) error {
 	}
 	if s.step != nil && !s.settled {
 		s.settled = true
-		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, middleware.Produced{Failed: err != nil}); r != nil {
+		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, failed(err)); r != nil {
+			s.step.Done()
 			return s.x.refuse(r)
 		}
 	}
+	s.step.Done()
 	return err
+}
+
+// failed returns what a forward that ended with err (and produced nothing) showed,
+// by gRPC's column of the rule of ambiguity (see the middleware package): a status
+// of the service's own that says the call was refused or failed before its task
+// existed (every code but those below) releases the key; CANCELED,
+// DEADLINE_EXCEEDED, UNAVAILABLE, ABORTED, UNKNOWN and DATA_LOSS (the call was cut,
+// or what ran is unknown), and no error at all, leave it pending.
+func failed(err error) middleware.Produced {
+	switch status.Code(err) {
+	case codes.OK, codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Aborted, codes.Unknown, codes.DataLoss:
+		return middleware.Produced{}
+	}
+	return middleware.Produced{Refused: true}
 }
 
 // call is one keyed send on its way through the interceptors.
@@ -298,9 +316,10 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 	case step.Gone:
 		return nil, status.FromContextError(x.ctx.Err()).Err()
 	case step.Forward != nil:
+		defer step.Done()
 		x.header()
 		res, err := handler(step.Forward, x.in)
-		p := middleware.Produced{Failed: err != nil}
+		p := failed(err)
 		if out, ok := res.(*a2apb.SendMessageResponse); ok && err == nil {
 			p = x.produced(out.GetTask(), nil, nil, out.GetMessage())
 		}
@@ -356,7 +375,8 @@ func (x *call) produced(task *a2apb.Task, su *a2apb.TaskStatusUpdateEvent, au *a
 	case msg != nil:
 		reply, err := marshalJSON(msg)
 		if err != nil {
-			return middleware.Produced{}
+			// The agent answered (so it ran) with what the kit cannot keep.
+			return middleware.Produced{PastBound: true}
 		}
 		return middleware.Produced{Reply: reply}
 	}
@@ -388,7 +408,7 @@ func (x *call) replay(step *middleware.Step) (*a2apb.Message, *a2apb.Task, error
 	case reply != nil:
 		msg, err := fromJSON[a2apb.Message](reply)
 		if err != nil {
-			return nil, nil, x.refuse(x.i.sends.Unanswerable(err))
+			return nil, nil, x.refuse(x.i.sends.Unanswerable(&x.send, err))
 		}
 		return msg, nil, nil
 	}
@@ -507,6 +527,8 @@ func codeOf(k middleware.RefusalKind) (codes.Code, string) {
 		return codes.Aborted, "SERVER_ERROR"
 	case middleware.RefusedExhausted:
 		return codes.ResourceExhausted, "RESOURCE_EXHAUSTED"
+	case middleware.RefusedUnreplayable:
+		return codes.DataLoss, "REPLY_NOT_REPLAYABLE"
 	}
 	return codes.Internal, "INTERNAL_ERROR"
 }

@@ -17,7 +17,11 @@ func refReadResponse(data []byte) (json.RawMessage, *failure) {
 		return nil, nil
 	}
 	if !isNull(resp.Error) {
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error}
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(resp.Error, &e)
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, refuses: rpcRefuses(e.Code)}
 	}
 	return resp.Result, nil
 }
@@ -49,26 +53,26 @@ func refObjectID(raw json.RawMessage, name string) string {
 	return t.ID
 }
 
-func refCarry(v streamMembers) carry {
+func refAnswer(v streamMembers) Produced {
 	switch {
 	case !isNull(v.Task):
 		if id := refObjectID(v.Task, "id"); id != "" {
-			return carry{kind: carryTask, taskID: id}
+			return Produced{TaskID: id}
 		}
 	case !isNull(v.Message):
 		if v.Message[0] == '{' {
-			return carry{kind: carryMessage, message: v.Message}
+			return Produced{Reply: v.Message}
 		}
 	case !isNull(v.StatusUpdate):
 		if id := refObjectID(v.StatusUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	case !isNull(v.ArtifactUpdate):
 		if id := refObjectID(v.ArtifactUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	}
-	return carry{}
+	return Produced{}
 }
 
 func refTask(v streamMembers) ([]byte, bool) {
@@ -78,12 +82,12 @@ func refTask(v streamMembers) ([]byte, bool) {
 	return v.Task, true
 }
 
-func refStreamCarry(raw []byte) carry {
+func refStreamAnswer(raw []byte) Produced {
 	v, ok := refStreamMembers(raw)
 	if !ok {
-		return carry{}
+		return Produced{}
 	}
-	return refCarry(v)
+	return refAnswer(v)
 }
 
 func refStreamTask(raw []byte) ([]byte, bool) {
@@ -94,12 +98,12 @@ func refStreamTask(raw []byte) ([]byte, bool) {
 	return refTask(v)
 }
 
-func refRPCCarry(data []byte) carry {
+func refRPCAnswer(data []byte) Produced {
 	result, fail := refReadResponse(data)
 	if fail != nil {
-		return carry{kind: carryError, fail: fail}
+		return Produced{Refused: fail.refuses, fail: fail}
 	}
-	return refStreamCarry(result)
+	return refStreamAnswer(result)
 }
 
 func refRPCTask(data []byte) ([]byte, bool) {
@@ -113,7 +117,7 @@ func refRPCTask(data []byte) ([]byte, bool) {
 func refRPCTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	var resp rpcResponse
 	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
-		return nil, taskUnreadable("HTTP 200")
+		return nil, taskUnreadable(status)
 	}
 	if !isNull(resp.Error) {
 		var e struct {
@@ -141,11 +145,11 @@ func checkAnswerReading(t *testing.T, data []byte) {
 		Task []byte
 		OK   bool
 	}
-	same("JSON-RPC eventCarry", jsonrpc10{}.eventCarry(data), refRPCCarry(data))
+	same("JSON-RPC eventAnswer", jsonrpc10{}.eventAnswer(data), refRPCAnswer(data))
 	task, ok := jsonrpc10{}.eventTask(data)
 	rtask, rok := refRPCTask(data)
 	same("JSON-RPC eventTask", taskResult{task, ok}, taskResult{rtask, rok})
-	same("HTTP+JSON sendCarry", rest10{}.sendCarry(http.StatusOK, data), refStreamCarry(data))
+	same("HTTP+JSON sendAnswer", rest10{}.sendAnswer(http.StatusOK, data), refStreamAnswer(data))
 	task, ok = rest10{}.eventTask(data)
 	rtask, rok = refStreamTask(data)
 	same("HTTP+JSON eventTask", taskResult{task, ok}, taskResult{rtask, rok})
@@ -156,6 +160,15 @@ func checkAnswerReading(t *testing.T, data []byte) {
 	a, f := rpcTaskAnswer(http.StatusOK, data)
 	ra, rf := refRPCTaskAnswer(http.StatusOK, data)
 	same("JSON-RPC taskAnswer", answer{a, f}, answer{ra, rf})
+	v, ok := readStreamMembers(data)
+	rv, rok := refStreamMembers(data)
+	same("readStreamMembers", struct {
+		V  streamMembers
+		OK bool
+	}{v, ok}, struct {
+		V  streamMembers
+		OK bool
+	}{rv, rok})
 	if valid := json.Valid(data); valid {
 		for _, name := range []string{"id", "taskId"} {
 			same("objectID "+name, objectID(data, name), refObjectID(data, name))

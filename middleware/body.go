@@ -3,6 +3,7 @@ package middleware
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 )
@@ -51,7 +52,10 @@ func (m *middleware) readBody(r *http.Request) (body []byte, isJSON bool, f *fai
 		buf, err = readUpTo(r.Body, buf, limit)
 	}
 	if err != nil && err != io.EOF {
-		return nil, true, &failure{kind: failUnreadable, message: "the request body could not be read: " + err.Error()}
+		// err names sockets and addresses (the server's own): the log gets it.
+		m.log.LogAttrs(r.Context(), slog.LevelDebug, "idempotency: a request body could not be read", slog.Any("error", err))
+		return nil, true, &failure{kind: failUnreadable, message: "the request body could not be read to its end " +
+			"(the connection stalled or broke); send the request again"}
 	}
 	if int64(len(buf)) > limit {
 		return nil, true, tooLarge(limit)

@@ -58,7 +58,7 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	}
 	changed := false
 	if isJSON(bw.header) && bw.header.Get("Content-Encoding") == "" {
-		h.m.core.early.sawCard(body)
+		h.m.early.sawCard(body)
 		card, outcome := cardedit.AddExtension(body, idempotency.ExtensionURI, extensionEntry)
 		switch {
 		case outcome == cardedit.Added:

@@ -68,29 +68,12 @@ func (c *ClaimedSend) Key() string { return c.key }
 // MessageID returns the id of the message that claimed the key.
 func (c *ClaimedSend) MessageID() string { return c.messageID }
 
-// Token returns the claim's fencing token. The middleware renews a claim whose lease
-// ends while its forward still runs by claiming it again, which gives it a new token.
+// Token returns the claim's fencing token. It never changes: the engine extends the
+// claim's lease under it while the send runs.
 func (c *ClaimedSend) Token() idempotency.Token {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.token
-}
-
-// renew claims the key again through claim, to renew the lease of a claim whose
-// forward still runs, unless the key is bound (bound reports that), and adopts the
-// new token when it is granted. It holds the claim's lock throughout, so that a bind
-// never uses a token the renewal is replacing.
-func (c *ClaimedSend) renew(claim func() (idempotency.Claim, error)) (cl idempotency.Claim, bound bool, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.bound {
-		return idempotency.Claim{}, true, nil
-	}
-	cl, err = claim()
-	if err == nil && cl.Status == idempotency.Claimed {
-		c.token = cl.Token
-	}
-	return cl, false, err
 }
 
 // RequestID returns the request_id the middleware's log lines about the send carry,

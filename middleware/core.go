@@ -2,20 +2,19 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a2akit/idempotency"
 )
 
-// core is what one keyed send needs from the middleware: the index, the options it
-// reads and the wrapped handler. It is passed by value; every send of one New shares
-// what its pointers point to (the notifier, the logger).
-//
-// Its decision logic (decide, release, lookup) takes a context and a claimKey, never
-// an *http.Request, so that a binding that is not HTTP can reuse it.
+// core is the engine's state: the index, the options it reads, and what the sends of
+// one New or NewSends share through pointers (the notifier, the live forwards, the
+// logger). It is passed by value. It takes a context and a claimKey, never an
+// *http.Request: the HTTP middleware and the other bindings run it through [Sends].
 type core struct {
 	index        idempotency.KeyIndex
 	lease        time.Duration
@@ -30,8 +29,6 @@ type core struct {
 	// client left.
 	live           *liveForwards
 	forwardTimeout time.Duration
-	early          *earlyBinder
-	next           http.Handler
 }
 
 // claimKey names a keyed send in the index: its scope, its key, and the message that
@@ -208,6 +205,99 @@ func (c core) newClaim(send *Send, token idempotency.Token) *ClaimedSend {
 	k := send.k
 	return &ClaimedSend{index: c.index, scope: k.scope, key: k.key, messageID: k.messageID, token: token,
 		waiters: c.waiters, timeout: c.indexTimeout, requestID: send.RequestID}
+}
+
+// begin is the engine's first state, checked: it checks send, claims its key or
+// waits for the first attempt that holds it (decide), and returns the Step: a
+// refusal (logged and reported), a claim to forward, a record to replay, or a
+// client gone. It sets send's claim key. honours asks the index whether it can
+// honour keys.
+func (c core) begin(ctx context.Context, send *Send, scope func() (string, error), honours func(context.Context) bool) *Step {
+	if send.RequestID == "" {
+		send.RequestID = newRequestID()
+	}
+	// refuse answers f with outcome o, or nothing when the client has gone.
+	refuse := func(o Outcome, f *failure, ext bool, level slog.Level, msg string, extra ...slog.Attr) *Step {
+		send.outcome = outcomeOr(ctx, o)
+		if send.outcome == OutcomeAbandoned {
+			level, msg = slog.LevelInfo, "idempotency: client went away before its keyed send was answered"
+		}
+		c.logSend(ctx, send, level, msg, extra...)
+		c.observeSend(send, send.outcome)
+		if send.outcome == OutcomeAbandoned {
+			return &Step{Gone: true}
+		}
+		return &Step{Refusal: refusalOf(f, ext)}
+	}
+	invalid := func(o Outcome, f *failure, ext bool) *Step {
+		return refuse(o, f, ext, slog.LevelDebug, "idempotency: keyed send refused", slog.String("reason", f.message))
+	}
+	if send.KeyErr != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: send.KeyErr.Error()}, true)
+	}
+	if send.MessageID == "" {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: msgNoMessageID}, true)
+	}
+	start := time.Now()
+	ok := honours(ctx)
+	since(&send.t.index, start)
+	if !ok {
+		return invalid(OutcomeUnsupported, &failure{kind: failUnsupported, message: msgCannotHonour}, false)
+	}
+	sc, err := scope()
+	if err != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: err.Error()}, true)
+	}
+	if err := idempotency.CheckLengths(sc, send.MessageID, idempotency.Binding{TaskID: send.TaskID}); err != nil {
+		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: "the keyed send was refused: " +
+			strings.TrimPrefix(err.Error(), idempotency.ErrInvalidArgument.Error()+": ") + msgTooLong}, true)
+	}
+	send.k = claimKey{scope: sc, key: send.Key, messageID: send.MessageID}
+
+	d := c.decide(ctx, send.k, &send.t)
+	switch d.kind {
+	case decideForward:
+		c.logSend(ctx, send, slog.LevelDebug, "idempotency: key claimed, send forwarded",
+			slog.String("message_id", idempotency.LogValue(send.MessageID)), slog.String("follow_up_of", idempotency.LogValue(send.TaskID)))
+		return &Step{claim: c.newClaim(send, d.token)}
+	case decideReplay:
+		if unreplayable(d.rec) {
+			return refuse(OutcomeUnreplayable, unreplayableFailure(), true, slog.LevelInfo,
+				"idempotency: retry of a send whose reply is past the index's bounds; answered that it cannot be replayed")
+		}
+		return &Step{Record: d.rec}
+	case decideConflict:
+		return refuse(OutcomeConflict, &failure{kind: failInvalidParams, message: msgAlreadyHeld}, true,
+			slog.LevelInfo, "idempotency: key reused by a different message, send refused")
+	case decideInFlight:
+		// Retry-After is the time left on the lease: the first attempt's owner extends
+		// it while it runs, and a retry may take the claim over only once it ends.
+		left := time.Until(d.rec.LeaseExpiresAt)
+		retry := max(left, time.Second)
+		return refuse(OutcomeInFlight, &failure{kind: failInFlight, message: msgInFlight, retryAfter: retry}, true,
+			slog.LevelInfo, "idempotency: first attempt still in flight, retry answered 409",
+			slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))
+	case decideUnavailable:
+		switch {
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrInvalidArgument):
+			// A client error: retrying the same send cannot help. The index's text
+			// stays in the log.
+			return refuse(OutcomeRefused, &failure{kind: failInvalidParams, message: msgIndexRefused}, true, slog.LevelInfo,
+				"idempotency: index "+d.op+" refused the keyed send's values", slog.Any("error", d.err))
+		case ctx.Err() == nil && errors.Is(d.err, idempotency.ErrFull):
+			return refuse(OutcomeUnavailable, &failure{kind: failExhausted, message: msgFull, retryAfter: fullRetryAfter}, true,
+				slog.LevelWarn, "idempotency: index full, keyed send refused", slog.Any("error", d.err))
+		}
+		if ctx.Err() != nil {
+			// The client went away while the index was asked: not the index's fault.
+			return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo,
+				"idempotency: client went away during the index "+d.op+", keyed send not run", slog.Any("error", d.err))
+		}
+		return refuse(OutcomeUnavailable, unavailableFailure(), true, slog.LevelWarn,
+			"idempotency: index "+d.op+" failed, keyed send refused (fail closed)", slog.Any("error", d.err))
+	}
+	// decideGone
+	return refuse(OutcomeAbandoned, nil, false, slog.LevelInfo, "idempotency: client went away while its retry waited for the first attempt")
 }
 
 // indexContext bounds an index call made within ctx. Calls after the wrapped handler

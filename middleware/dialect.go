@@ -25,13 +25,14 @@ type dialect interface {
 	// also names the response headers that carry the extension.
 	version() ProtocolVersion
 
-	// sendCarry reads the wrapped handler's non-streamed answer to a forwarded send.
-	sendCarry(status int, body []byte) carry
-	// eventCarry reads the data of one Server-Sent Event of a streamed answer to a
+	// sendAnswer reads the wrapped handler's non-streamed answer to a forwarded send,
+	// by the rule of ambiguity (see ruleOf).
+	sendAnswer(status int, body []byte) Produced
+	// eventAnswer reads the data of one Server-Sent Event of a streamed answer to a
 	// forwarded send or to a subscription.
-	eventCarry(data []byte) carry
+	eventAnswer(data []byte) Produced
 	// eventTask returns the task that the data of a Server-Sent Event carries (one
-	// eventCarry read as carryTask), as v1.0 JSON, or false when it cannot.
+	// eventAnswer read as a Task), as v1.0 JSON, or false when it cannot.
 	eventTask(data []byte) ([]byte, bool)
 
 	// product returns the JSON answering s with a task or a Message: the whole
@@ -52,7 +53,7 @@ type dialect interface {
 	taskAnswer(status int, body []byte) (task []byte, f *failure)
 	// subscribeRequest returns a request for the wrapped handler that subscribes to
 	// task taskID's live events on behalf of the retry r. The wrapped handler answers
-	// with a stream of events whose data eventCarry reads.
+	// with a stream of events whose data eventAnswer reads.
 	subscribeRequest(r *http.Request, s *send, taskID string) *http.Request
 }
 
@@ -93,25 +94,12 @@ type product struct {
 	message []byte
 }
 
-// carryKind says what an answer of the wrapped handler carried.
-type carryKind int
+// isTask reports whether p names a Task (not an update of one).
+func (p Produced) isTask() bool { return p.TaskID != "" && !p.update }
 
-const (
-	carryNothing carryKind = iota // unreadable, or nothing
-	carryTask                     // a task (its id in taskID; eventTask reads it)
-	carryMessage                  // a Message reply (its v1.0 JSON in message)
-	carryUpdate                   // a status or artifact update of task taskID
-	carryError                    // an error (relayable as fail when known)
-)
-
-// carry is what the core learns from an answer of the wrapped handler.
-type carry struct {
-	kind    carryKind
-	taskID  string
-	message []byte
-	// fail is the error the wrapped handler answered, framed for passing on.
-	fail *failure
-}
+// isEvent reports whether p carries an event of a send: a task, an update or a
+// Message.
+func (p Produced) isEvent() bool { return p.TaskID != "" || p.Reply != nil }
 
 // failKind classifies the errors the middleware answers with; each dialect maps a
 // kind to its own codes.
@@ -128,6 +116,9 @@ const (
 	failUnreadable                        // body could not be read: 400
 	failInternal                          // a task or reply the dialect could not frame
 	failRelayed                           // the wrapped handler's own error, passed on
+	failUnreplayable                      // the first attempt ran; its reply cannot be replayed
+	failNotServed                         // nothing serves the retry's task read there: 4xx
+	failUnknown                           // the first attempt's outcome is unknown: 502
 )
 
 // failure is an error answer in dialect-neutral terms.
@@ -144,6 +135,8 @@ type failure struct {
 	raw    []byte
 	// taskNotFound marks a relayed error that says the task does not exist.
 	taskNotFound bool
+	// refuses marks a relayed error that is a definite refusal (see ruleOf).
+	refuses bool
 }
 
 // notFound reports whether f says that the task does not exist.

@@ -71,10 +71,11 @@
 //     [ClaimedSend], so that code behind the middleware can bind the key to the task
 //     before the agent runs. Otherwise the middleware binds it from the answer: the
 //     task or Message of a non-streamed answer, or the first event of a stream (held
-//     back until the key is bound, then passed on live). When the send fails before
-//     a task or Message exists, the key is released, so an identical retry runs. The
-//     forward does not stop when the client leaves: it goes on until the key is bound
-//     (see "Servers the kit cannot see inside").
+//     back until the key is bound, then passed on live). When the server itself
+//     refused the send, the key is released, so an identical retry runs; when what
+//     ran is unknown, it stays pending ("The rule of ambiguity"). The forward does
+//     not stop when the client leaves: it goes on until the key is bound (see
+//     "Servers the kit cannot see inside"), and its lease is extended meanwhile.
 //     Values the client chose (scope, message and task ids) are logged cut to 64
 //     bytes and a digest ([idempotency.LogValue]).
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
@@ -138,34 +139,44 @@
 //     then, as it would for the client). Options.ForwardTimeout after the client left,
 //     an unbound forward is cut all the same, and the key stays pending until its
 //     lease ends.
-//   - While that forward runs unbound, its lease is renewed when it ends (the
-//     middleware claims the key again for the same message, which the index grants
-//     once the lease has ended, and keeps the new token), and retries in this process
-//     never take the claim over: they wait, and answer 409 after ReplayWait. A retry in
-//     another process that claims at the very moment the lease ends may win against
-//     the renewal; the middleware logs that, and the agent may then run twice. Keep
-//     Lease well above ReplayWait; with SQLite or a single proxy there is one process.
+//   - While that forward runs unbound, the engine extends its lease (see "The
+//     engine"), and retries in this process never take the claim over: they wait, and
+//     answer 409 after ReplayWait. A retry in another process sees a running lease
+//     and does the same.
 //   - Early bind (Options.EarlyBind): a keyed blocking SendMessage (A2A v1.0, without
 //     configuration.returnImmediately) is forwarded as a SendStreamingMessage when the
 //     last agent card the middleware served (to a client, or to the proxy, which reads
 //     its card every minute) says capabilities.streaming, and nothing behind the
 //     middleware binds keys itself (once the a2a-go adapter has bound one, sends are
 //     forwarded as sent). The key is bound at the stream's first event, so a retry
-//     during a long run gets the task at once, as with the adapter. The rest of the
-//     stream is read and dropped, and when it ends the client gets the unary answer it
-//     asked for: the task as a GetTask reads it then (its history shaped by the send's
-//     historyLength, all of it when absent), the agent's Message, or the error the
-//     stream began with, with the middleware's headers rather than the server's. A
-//     server that answers the streaming form without a stream gets the send as it was
-//     sent, and no early bind until it serves a card again (EarlyBindAlways: for a
-//     minute). v0.3 sends, streaming sends and non-blocking sends are forwarded as
-//     sent.
+//     during a long run gets the task at once, as with the adapter. The streaming
+//     form differs from the client's body only in the method name (JSON-RPC: the value
+//     of the method member encoding/json reads, every other byte kept) or the path
+//     (HTTP+JSON: message:stream), and asks for text/event-stream. The rest of the
+//     stream is read and folded into the task as a2a-go's task manager folds events
+//     (status, history, artifacts, metadata), and when it ends the client gets the
+//     unary answer it asked for from the stream it read: that task (its history shaped
+//     by the send's historyLength, all of it when absent), the agent's Message, or the
+//     error the stream began with, with the middleware's headers rather than the
+//     server's. The send is forwarded once: an answer to the streaming form that is no
+//     stream is the send's answer, passed on as it came (a JSON task binds the key;
+//     a cut or a hop's 502 leaves it pending). Only a definite "I do not stream" (405,
+//     501, method not found, unsupported operation, UNIMPLEMENTED) certainly ran
+//     nothing: the claim is released, the endpoint (a JSON-RPC path, an HTTP+JSON
+//     prefix) gets sends as they were sent until the server serves a card again
+//     (EarlyBindAlways: for a minute), and the send is claimed again and forwarded as
+//     sent. No client's error turns early bind off. v0.3 sends, streaming sends and
+//     non-blocking sends are forwarded as sent.
 //   - Requests the middleware makes on behalf of a client (task reads, subscriptions,
 //     probes) route as fresh client requests do, whatever state the router keeps in
 //     the request context (chi's route context, gorilla/mux's variables): when the
 //     request came through a net/http server, they are served by that server's own
-//     handler, from the top, with a fresh context (only the server and local address
-//     values net/http puts there) and the request-target the client would have sent.
+//     handler, from the top, with a fresh context (only the local address value
+//     net/http puts there; not the server, with which an httputil.ReverseProxy aborts
+//     by a panic when its answer is cut) and the request-target the client would have
+//     sent. A panic of the handler serving them is recovered, as is one in every
+//     goroutine and timer of the engine: nothing the kit does on a client's behalf
+//     can crash the process.
 //     Outer middleware, an authentication middleware included, sees them as it sees a
 //     client's request, with the retry's own headers. Values a server's BaseContext or
 //     ConnContext adds are not in their context.
@@ -180,10 +191,78 @@
 //     answer when the run ends, as before.
 //   - A server that does not stream, or EarlyBindOff: the key is bound when the first
 //     attempt's answer comes. Until then a retry waits ReplayWait and gets 409 with
-//     Retry-After, even when its client has left; it never runs the agent again while
-//     the forward is alive. After a crash of the process that forwarded, a retry takes
-//     the key over when the lease ends: if the server had started the agent, it runs
-//     again (no kit can see inside a server that tells nothing before it answers).
+//     Retry-After (the time left on the lease), even when its client has left; it
+//     never runs the agent again while the forward is alive, in this process or
+//     another. After a crash of the process that forwarded, nothing extends the lease,
+//     and a retry takes the key over when it ends (Options.Lease, 30 s by default): if
+//     the server had started the agent, it runs again (no kit can see inside a server
+//     that tells nothing before it answers).
+//
+// # The engine
+//
+// The lifecycle of a keyed send is one state machine, run by [Sends] for every
+// binding: the HTTP middleware's exchange, grpcbinding's interceptors and the sidecar
+// (which is the HTTP middleware) call Begin, Settle, Step.Done and ReadTask. Its
+// states and transitions:
+//
+//	state       event                                        next        what the engine does
+//	checked     key malformed, no messageId, bad scope        refused     answer invalid params
+//	checked     index cannot honour keys                      refused     answer unsupported
+//	checked     well-formed                                   claiming    Claim(scope, key, messageId, Lease)
+//	claiming    Claimed (fresh, or a lease ended: takeover)   forwarding  keep the lease; count the forward live
+//	claiming    held by another message                       refused     answer "already held"
+//	claiming    held by the same message, bound               replaying   read the task, or the reply
+//	claiming    held by the same message, pending             waiting     poll, woken by this process's binds
+//	claiming    index failed / full / refused the values      refused     503 / 429 / invalid params
+//	waiting     bound within ReplayWait                       replaying
+//	waiting     released, or its lease ended (and no forward  claiming    at most 3 claims per send
+//	            of this process is live)
+//	waiting     ReplayWait over                               refused     409, Retry-After: the lease left
+//	waiting     client gone                                   gone        answer nothing
+//	forwarding  every third of the lease (±10 %)              forwarding  Extend(token, Lease)
+//	forwarding  Extend refused (ErrNotOwner)                  forwarding  stop extending; log: a retry may win
+//	forwarding  the answer showed what ran (Settle)           settled     the rule of ambiguity, below
+//	settled     bound or released                             settled     stop extending
+//	settled     the forward returned (Step.Done)              done        stop extending; not live any more
+//	replaying   reply is the unreplayable marker              refused     "cannot be replayed"
+//	replaying   task found / reply                            done        answer it (stream: attach)
+//	replaying   task not found, the first attempt may run     replaying   read again until ReplayWait; then 409
+//	replaying   task not found, nothing can run it            refused     TaskNotFound
+//
+// The opaque-server heuristics (early bind, the detached forward, inner requests,
+// probes: early.go, fold.go, detach.go, inner.go, probe.go) belong to the HTTP
+// binding: they only choose how the forward runs and how a task is read, and never
+// change a transition. Behind the a2a-go adapter, which binds before the agent runs,
+// early bind turns itself off.
+//
+// # The rule of ambiguity
+//
+// A key is released only when it is certain that nothing ran, and a claimed send is
+// forwarded at most once. What a forward's answer showed ([Produced]) decides:
+//
+//	the answer showed                                    the key
+//	a task (Task, status or artifact update)             bound to the task
+//	a Message reply the index can store                  bound to the reply
+//	more than a bound (an answer past 32 MiB, a first    bound to a marker: retries are told "cannot be
+//	  event past 10 MiB, a reply past MaxReplyLength,      replayed" (JSON-RPC -32603, HTTP+JSON 500
+//	  a value the index refuses or has no room for)        DATA_LOSS, gRPC DATA_LOSS); nothing runs again
+//	a definite refusal by the server itself              released
+//	anything else                                        pending: retries wait, get 409 with the lease
+//	                                                       left, and take over only when the lease ends
+//
+// A definite refusal is, on JSON-RPC, an HTTP 200 answer with a JSON-RPC error
+// object, of any code but -32000 (the generic server error, which a kit behind this
+// one answers for "in flight" and "unavailable"); a2a-go answers -32603 when the agent
+// failed before its task existed. On HTTP+JSON, a google.rpc.Status body with a 4xx
+// status but 408 and 409, or 500. On both, HTTP 404, 405 and 501 whatever the body
+// (nothing serves the route). On gRPC, a status of the service's own but CANCELED,
+// DEADLINE_EXCEEDED, UNAVAILABLE, ABORTED, UNKNOWN and DATA_LOSS. Everything else is
+// unknown: a transport error after the request was written, a 502, 503 or 504 of a
+// hop, a timeout, a body that is not the binding's, a client gone before the answer
+// was read, and any answer to a forward the kit cut (ForwardTimeout). A definite
+// refusal releases the key also when the client left before it came. A claim the
+// code behind could not bind (the adapter refused to run the agent) never left the
+// process: it is released, and the client gets 503.
 //
 // # Errors on the wire
 //
@@ -250,30 +329,30 @@
 // # Reading the code
 //
 // A request goes ServeHTTP (middleware.go) → route (route.go) → exchange.run
-// (exchange.go) → core.decide (core.go) → forward (forward.go) or replay (replay.go)
-// → bind or release. One word per concept:
+// (exchange.go) → the engine: Sends.Begin (engine.go; core.begin and decide in
+// core.go) → forward (forward.go, or forwardEarly in early.go) and settle (settle.go),
+// or replay (replay.go, waiting in wait.go). One word per concept:
 //
 //   - send: a SendMessage or SendStreamingMessage as the server behind reads it;
-//     keyed when its message names the key.
+//     keyed when its message names the key. [Send] is the engine's record of one.
 //   - dialect: one cell of the grid framing × version: JSON-RPC or HTTP+JSON (the A2A
 //     protocol bindings, [ProtocolBinding]) in A2A v1.0 or v0.3 ([ProtocolVersion]).
 //     route picks it; nothing else asks.
-//   - core: the decision logic every binding shares: claim, wait, decide (forward,
-//     replay, refuse), release. It takes a context and a claim key, never an
-//     *http.Request. [Sends] is its exported surface for bindings that are not HTTP
-//     (gRPC, in the module github.com/a2akit/idempotency/grpcbinding); the HTTP
-//     exchange runs through the same functions (begin, settle, awaitTask).
+//   - engine: [Sends], the lifecycle above, for every binding; core is its state. It
+//     takes a context and a claim key, never an *http.Request.
+//   - step: what Begin decided ([Step]): a refusal, a forward, a replay, or gone.
 //   - claim: the index's hold on a key for one message ([ClaimedSend]); bind ties it
-//     to a task or a Message reply (an [idempotency.Binding]), release frees it.
+//     to a task or a Message reply (an [idempotency.Binding]), release frees it, the
+//     lease keeper extends it.
+//   - produced: what a forward's answer showed ([Produced]); settle applies the rule
+//     of ambiguity to it. Each dialect reads answers and events into one.
 //   - exchange: one keyed send on its way through the HTTP middleware.
-//   - forward: pass a claimed send to the wrapped handler; its answer is written by
-//     one writer per mode (unary, stream, held back), chosen once at its header.
-//   - carry: what an answer of the wrapped handler carried (a task, a Message, an
-//     update, an error); the settler binds or releases the key on it.
-//   - product: what a send produced, a task or a Message, as v1.0 JSON.
+//   - forward: pass a claimed send to the wrapped handler, once; its answer is
+//     written by one writer per mode (unary, stream, held back, early), chosen once.
+//   - product: what a retry is answered with, a task or a Message, as v1.0 JSON.
 //   - replay: answer a retry from what its first attempt produced; probe: ask the
 //     wrapped handler whether an execution still runs.
-//   - [Outcome]: what the middleware did with a keyed send, reported in an [Event].
+//   - [Outcome]: what the engine did with a keyed send, reported in an [Event].
 //
 // The files:
 //
@@ -281,13 +360,17 @@
 //	options.go         Options, TaskSource, Outcome, Event
 //	route.go           the dialect grid and route, the one routing function
 //	dialect.go         the dialect interface; send, carry, product, failure
-//	core.go            claim, wait, decide, release (no *http.Request)
-//	sends.go           Sends, the core for other bindings; begin, settle, awaitTask
-//	exchange.go        one keyed send over HTTP: the core's decision, answered
+//	engine.go          Sends, Send, Step, Produced: the engine's API for every binding
+//	core.go            begin, claim, wait, decide, release (no *http.Request)
+//	settle.go          the rule of ambiguity, settle, the unreplayable marker
+//	lease.go           the lease keeper (Extend), live forwards, recovery
+//	wait.go            a retry's wait for a task not stored yet
+//	log.go             outcomes, Events, log lines
+//	exchange.go        one keyed send over HTTP: the engine's steps, answered
 //	claim.go           ClaimedSend, the claim code behind the middleware binds with
 //	forward.go         the forwarded answer's writers, and the settler
-//	detach.go          a forward that outlives its client; lease renewal; live forwards
-//	early.go           early bind: a unary send forwarded as a stream
+//	detach.go          a forward that outlives its client
+//	early.go, fold.go  early bind: a unary send forwarded as a stream, folded back
 //	inner.go           the middleware's own requests, routed as fresh ones
 //	replay.go          replays: task reads, the subscription's writer
 //	probe.go           whether an execution still runs

@@ -3,9 +3,13 @@ package middleware
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,22 +39,28 @@ const (
 	EarlyBindOff
 )
 
-// earlyBinder is what the handlers of one New know about early binding.
+// earlyBinder is what the handlers of one New know about early binding: what the
+// card says, and, per endpoint (a JSON-RPC path, an HTTP+JSON prefix), when the
+// server last answered a streaming form with a definite "I do not stream" (405, 501,
+// method not found, unsupported operation). Nothing else turns it off: one client's
+// error says nothing about streaming.
 type earlyBinder struct {
 	mode EarlyBind
 	// bindsItself is set once code behind the middleware bound a key (the adapter).
 	bindsItself atomic.Bool
-	// streams is what the last agent card served said about streaming, or false
-	// since the server answered a streaming send without a stream.
+	// streams is what the last agent card served said about streaming.
 	streams atomic.Bool
-	// refused is when the server last answered a streaming send without a stream;
-	// EarlyBindAlways tries again after noStreamBackoff.
-	refused atomic.Int64
+
+	mu      sync.Mutex
+	refused map[string]time.Time // by endpoint; cleared when a card is served
 }
 
-// noStreamBackoff is how long EarlyBindAlways forwards sends as sent after the
-// server answered a streaming send without a stream.
+// noStreamBackoff is how long EarlyBindAlways forwards sends to an endpoint as sent
+// after it answered a streaming form with a definite "I do not stream".
 const noStreamBackoff = time.Minute
+
+// maxRefusedEndpoints bounds the endpoints remembered (paths are the clients').
+const maxRefusedEndpoints = 1024
 
 // sawCard records what an agent card the middleware served says about streaming.
 func (e *earlyBinder) sawCard(card []byte) {
@@ -61,59 +71,142 @@ func (e *earlyBinder) sawCard(card []byte) {
 	}
 	if json.Unmarshal(card, &c) == nil {
 		e.streams.Store(c.Capabilities.Streaming)
+		if e.mode == EarlyBindAuto {
+			e.mu.Lock()
+			e.refused = nil
+			e.mu.Unlock()
+		}
 	}
 }
 
-// wants reports whether a keyed unary send is to be forwarded in its streaming form.
-func (e *earlyBinder) wants() bool {
+// wants reports whether a keyed unary send to endpoint is to be forwarded in its
+// streaming form.
+func (e *earlyBinder) wants(endpoint string) bool {
 	if e.bindsItself.Load() {
 		return false
 	}
 	switch e.mode {
 	case EarlyBindAuto:
-		return e.streams.Load()
-	case EarlyBindAlways:
-		return time.Since(time.Unix(0, e.refused.Load())) >= noStreamBackoff
+		if !e.streams.Load() {
+			return false
+		}
+	case EarlyBindOff:
+		return false
 	}
-	return false
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.refused[endpoint]
+	return !ok || e.mode == EarlyBindAlways && time.Since(at) >= noStreamBackoff
 }
 
-// didNotStream records that the server answered a streaming send without a stream.
-func (e *earlyBinder) didNotStream() {
-	e.streams.Store(false)
-	e.refused.Store(time.Now().UnixNano())
+// doesNotStream records that endpoint answered a streaming form with a definite
+// "I do not stream".
+func (e *earlyBinder) doesNotStream(endpoint string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refused == nil || len(e.refused) >= maxRefusedEndpoints {
+		e.refused = make(map[string]time.Time)
+	}
+	e.refused[endpoint] = time.Now()
 }
 
 // streamingDialect is a dialect that can turn its unary send into a streaming one.
 type streamingDialect interface {
 	dialect
 	// streamingSend returns the streaming form of s, the unary send r whose body is
-	// body, for the wrapped handler.
+	// body, for the wrapped handler: only the method name or the path differs.
 	streamingSend(r *http.Request, s *send, body []byte) *http.Request
+	// endpoint names where s goes, for what early binding learns per endpoint.
+	endpoint(r *http.Request, s *send) string
+	// eventMembers reads the data of an event of a v1.0 stream: its members, or the
+	// error it carries.
+	eventMembers(data []byte) (streamMembers, *failure)
 }
 
 func (rest10) streamingSend(r *http.Request, s *send, body []byte) *http.Request {
 	u := *r.URL
 	u.Path, u.RawPath = s.prefix+restStreamSuffix, ""
-	return derivedRequest(r, http.MethodPost, u, body, "text/event-stream")
+	return streamingRequest(r, u, body)
+}
+
+func (rest10) endpoint(_ *http.Request, s *send) string { return "rest " + s.prefix }
+
+func (rest10) eventMembers(data []byte) (streamMembers, *failure) {
+	if f := eventError(data); f != nil {
+		return streamMembers{}, f
+	}
+	v, _ := readStreamMembers(data)
+	return v, nil
 }
 
 func (jsonrpc10) streamingSend(r *http.Request, _ *send, body []byte) *http.Request {
-	var call map[string]json.RawMessage
-	if json.Unmarshal(body, &call) != nil {
+	out, ok := renameMethod(body, methodSendStreamingMessage)
+	if !ok {
 		return nil
 	}
-	for k := range call {
-		if strings.EqualFold(k, "method") {
-			delete(call, k)
+	return streamingRequest(r, *r.URL, out)
+}
+
+func (jsonrpc10) endpoint(r *http.Request, _ *send) string { return "jsonrpc " + r.URL.Path }
+
+func (jsonrpc10) eventMembers(data []byte) (streamMembers, *failure) {
+	result, f := readResponse(data)
+	if f != nil {
+		return streamMembers{}, f
+	}
+	v, _ := readStreamMembers(result)
+	return v, nil
+}
+
+// streamingRequest returns r with URL u and body, asking for an event stream: every
+// header but Accept is r's, and body is r's but for the method name.
+func streamingRequest(r *http.Request, u url.URL, body []byte) *http.Request {
+	d := r.Clone(r.Context())
+	d.URL = &u
+	d.RequestURI = u.RequestURI()
+	d.Body = readCloser(body)
+	d.ContentLength = int64(len(body))
+	d.GetBody = func() (io.ReadCloser, error) { return readCloser(body), nil }
+	if d.Header.Get("Content-Length") != "" {
+		d.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	d.Header.Set("Accept", "text/event-stream")
+	return d
+}
+
+// renameMethod returns the JSON-RPC call body with the value of its method member
+// replaced by method, every other byte kept: the member encoding/json reads (the
+// last whose name matches "method" case-insensitively).
+func renameMethod(body []byte, method string) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	start, end := -1, -1
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if strings.EqualFold(name, "method") {
+			end = int(dec.InputOffset())
+			start = end - len(v)
 		}
 	}
-	call["method"] = json.RawMessage(`"` + methodSendStreamingMessage + `"`)
-	out, err := json.Marshal(call)
-	if err != nil {
-		return nil
+	if start < 0 {
+		return nil, false
 	}
-	return derivedRequest(r, http.MethodPost, *r.URL, out, "text/event-stream")
+	out := make([]byte, 0, len(body)+len(method))
+	out = append(out, body[:start]...)
+	out = append(out, '"')
+	out = append(out, method...)
+	out = append(out, '"')
+	return append(out, body[end:]...), true
 }
 
 // returnsImmediately reports whether the send asks not to wait for the run
@@ -139,36 +232,38 @@ func returnsImmediately(d dialect, body []byte) bool {
 }
 
 // earlySend returns the streaming form of the keyed unary send x, when it is to be
-// forwarded so, or nil.
-func (x *exchange) earlySend() *http.Request {
-	if x.s.streaming || !x.c.early.wants() {
-		return nil
-	}
+// forwarded so (never on the second claim of a send, after a definite "I do not
+// stream"), or nil.
+func (x *exchange) earlySend(early bool) *http.Request {
 	sd, ok := x.s.d.(streamingDialect)
-	if !ok || returnsImmediately(x.s.d, x.body) {
+	if !early || x.s.streaming || !ok || !x.m.early.wants(sd.endpoint(x.r, x.s)) || returnsImmediately(x.s.d, x.body) {
 		return nil
 	}
 	return sd.streamingSend(x.r, x.s, x.body)
 }
 
-// forwardEarly forwards req, the streaming form of the claimed unary send x, binds
-// the key at its first event and, when the stream ends, answers the client in the
-// unary shape it asked for: the task as it is then (read as a retry reads it), or
-// the Message, or the error the stream started with. It reports false, having
-// written nothing, when the server did not answer with a stream and nothing bound
-// the key: the send is then to be forwarded as it was sent.
-func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) {
-	ew := &earlyWriter{header: make(http.Header), st: st}
-	x.c.next.ServeHTTP(ew, req)
+// forwardEarly forwards req, the streaming form of the claimed unary send x, once:
+// it binds the key at the stream's first event, folds the stream into the task as
+// its events make it, and answers the client, when the stream ends, in the unary
+// shape it asked for: that task, the agent's Message, or the error the stream began
+// with. An answer that is not a stream is the send's answer: it settles the key by
+// the rule of ambiguity and passes on as it came. Only a definite "I do not stream"
+// (405, 501, method not found, unsupported operation, before anything was bound)
+// reports again: nothing ran, and the claim is released.
+func (x *exchange) forwardEarly(req *http.Request, st *settler) (o Outcome, again bool) {
+	sd := x.s.d.(streamingDialect)
+	ew := &earlyWriter{header: make(http.Header), st: st, d: sd}
+	x.next.ServeHTTP(ew, req)
+	cs := st.step.claim
 	if !ew.stream {
-		if hooked, bound := st.cs.state(); !bound && !hooked {
-			x.c.logSend(x.r.Context(), &x.ks, slog.LevelInfo, "idempotency: the server did not answer a streaming send though its card says "+
-				"it streams; keyed sends are forwarded as sent", slog.Int("status", ew.status))
-			x.c.early.didNotStream()
-			return "", false
+		p := x.s.d.sendAnswer(ew.status, ew.body.Bytes())
+		if ew.overflow {
+			p = Produced{PastBound: ew.status >= 200 && ew.status < 300}
 		}
-		// Bound by the code behind: pass the answer on as it came.
-		st.settle(x.s.d.sendCarry(ew.status, ew.body.Bytes()))
+		if hooked, bound := cs.state(); !hooked && !bound && p.Refused && refusesStreaming(ew.status, p.fail, ew.body.Bytes()) {
+			return x.notStreaming(sd, st, ew.status), true
+		}
+		st.settle(p)
 		h := x.w.Header()
 		for k, v := range ew.header {
 			h[k] = v
@@ -176,106 +271,95 @@ func (x *exchange) forwardEarly(req *http.Request, st *settler) (Outcome, bool) 
 		addExtensionHeaders(h, x.s.d)
 		x.w.WriteHeader(ew.status)
 		x.w.Write(ew.body.Bytes())
-		return st.outcome, true
+		return st.outcome, false
 	}
 	if !ew.first {
-		data, _, ok := ew.scan.scan(ew.held, true)
-		c := carry{}
-		if ok {
-			c = x.s.d.eventCarry(data)
+		// The stream ended before its first event was complete: a last event
+		// without its blank line still counts, as for a2a-go's client.
+		if data, _, ok := ew.scan.scan(ew.held, true); ok {
+			ew.event(data)
 		}
-		ew.firstCarry = c
-		st.settle(c)
+		if !ew.first {
+			st.settle(Produced{})
+		}
 	}
-	c := ew.firstCarry
-	o := st.outcome // what the client gets, when it gets the answer settle read
-	switch b, bound := st.cs.Bound(); {
+	if hooked, bound := cs.state(); !hooked && !bound && ew.firstFail != nil && ew.firstFail.refuses &&
+		refusesStreaming(http.StatusOK, ew.firstFail, nil) {
+		return x.notStreaming(sd, st, ew.status), true
+	}
+	o = st.outcome // what the client gets, when it gets the answer settle read
+	b, _ := cs.Bound()
+	switch {
 	case x.r.Context().Err() != nil:
-		// No one to answer.
-		o = OutcomeAbandoned
-	case c.kind == carryError && st.cs.hookFailed():
+		o = OutcomeAbandoned // no one to answer
+	case st.notBound != nil:
 		// The code behind could not bind the key, so the agent did not run: fail
 		// closed as a unary send does (see heldBackWriter).
-		writeFailure(x.w, x.s.d, x.s, x.c.notBoundBehind(x.r.Context(), &x.ks), true)
-		return OutcomeUnavailable, true
-	case c.kind == carryError:
-		f := c.fail
-		if f == nil {
-			f = &failure{kind: failInternal, message: "the server's stream for this send failed before its first event"}
-		}
-		writeFailure(x.w, x.s.d, x.s, f, true)
-	case bound && b.Reply != nil:
+		writeFailure(x.w, x.s.d, x.s, st.notBound, true)
+		return OutcomeUnavailable, false
+	case ew.firstFail != nil:
+		writeFailure(x.w, x.s.d, x.s, ew.firstFail, true)
+	case len(b.Reply) > 0 && !bytes.Equal(b.Reply, unreplayableReply):
+		// The code behind recorded the agent's reply: that record stands.
 		if !x.writeProduct(product{message: b.Reply}) {
 			o = OutcomeInternal
 		}
-	case c.kind == carryTask || c.kind == carryUpdate:
-		// The task as it is now, read as a retry reads it: a first send answered
-		// with it is claimed; otherwise the client got what the read answered.
-		if r := x.answerTask(idempotency.Record{MessageID: x.s.messageID, TaskID: c.taskID, ClaimedAt: time.Now()}); r != OutcomeReplayed {
-			o = r
-		}
-	case c.kind == carryMessage:
-		if !x.writeProduct(product{message: c.message}) {
+	case ew.fold.reply != nil:
+		if !x.writeProduct(product{message: ew.fold.reply}) {
 			o = OutcomeInternal
 		}
-	default:
-		writeFailure(x.w, x.s.d, x.s, &failure{kind: failInFlight, message: msgInFlight, retryAfter: time.Second}, true)
-		o = OutcomeInFlight
-	}
-	return o, true
-}
-
-// earlyWriter is the ResponseWriter of a send forwarded in its streaming form. It
-// answers no one: it settles the send at the stream's first event and drops the
-// rest; an answer that is not a stream is kept for forwardEarly.
-type earlyWriter struct {
-	header http.Header
-	st     *settler
-	status int
-	stream bool
-	body   bytes.Buffer // an answer that is not a stream
-
-	held       []byte
-	scan       eventScanner
-	first      bool // the first event was read
-	firstCarry carry
-}
-
-func (ew *earlyWriter) Header() http.Header { return ew.header }
-
-func (ew *earlyWriter) WriteHeader(code int) {
-	if ew.status != 0 || code < 200 {
-		return
-	}
-	ew.status = code
-	ew.st.status = code
-	ew.stream = code == http.StatusOK && isEventStream(ew.header)
-}
-
-func (ew *earlyWriter) Write(p []byte) (int, error) {
-	if ew.status == 0 {
-		ew.WriteHeader(http.StatusOK)
-	}
-	switch {
-	case !ew.stream:
-		if ew.body.Len()+len(p) > maxAnswerCopy {
-			return 0, errAnswerTooLarge
+	case ew.fold.whole():
+		if !x.writeProduct(x.shapedTask(ew.fold.task())) {
+			o = OutcomeInternal
 		}
-		return ew.body.Write(p)
-	case ew.first:
-		return len(p), nil
+	case ew.fold.taskID != "":
+		// The task grew past what the middleware folds: read it as a retry does.
+		rec := idempotency.Record{MessageID: x.s.messageID, TaskID: ew.fold.taskID, ClaimedAt: time.Now()}
+		if r := x.answerTask(rec); r != OutcomeReplayed {
+			o = r
+		}
+	default:
+		// No event the middleware could read: what ran is unknown, and the key stays
+		// pending (or bound to the unreplayable marker).
+		writeFailure(x.w, x.s.d, x.s, &failure{kind: failUnknown, message: msgOutcomeUnknown}, true)
 	}
-	ew.held = append(ew.held, p...)
-	if data, _, ok := ew.scan.scan(ew.held, false); ok {
-		ew.first, ew.held = true, nil
-		ew.firstCarry = ew.st.d.eventCarry(data)
-		ew.st.settle(ew.firstCarry)
-	} else if len(ew.held) > maxEventBytes {
-		ew.first, ew.held = true, nil
-		ew.st.settle(carry{})
-	}
-	return len(p), nil
+	return o, false
 }
 
-// Flush does nothing: the answer is written when the stream ends.
-func (ew *earlyWriter) Flush() {}
+// notStreaming settles a streaming form the endpoint refused as a protocol it does
+// not serve: nothing ran, so the claim is released, and the endpoint gets sends as
+// they were sent from now on.
+func (x *exchange) notStreaming(sd streamingDialect, st *settler, status int) Outcome {
+	x.c.logSend(x.r.Context(), &x.ks, slog.LevelInfo, "idempotency: the server does not serve streaming sends "+
+		"at this endpoint; keyed sends to it are forwarded as sent", slog.Int("status", status))
+	x.m.early.doesNotStream(sd.endpoint(x.r, x.s))
+	st.settle(Produced{Refused: true})
+	return st.outcome
+}
+
+// refusesStreaming reports whether an answer to a streaming form says the server does
+// not serve streaming sends (rather than refusing this one): HTTP 405 or 501, a
+// JSON-RPC method not found or unsupported operation, an HTTP+JSON UNIMPLEMENTED.
+// f is the error the answer carried, body the answer when it was not a stream.
+func refusesStreaming(status int, f *failure, body []byte) bool {
+	if status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented {
+		return true
+	}
+	if f != nil && f.status == http.StatusOK { // a JSON-RPC error object
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(f.raw, &e)
+		return e.Code == -32601 || e.Code == codeUnsupported
+	}
+	if f != nil {
+		body = f.raw
+	}
+	var e struct {
+		Error struct {
+			Status string `json:"status"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Error.Status == "UNIMPLEMENTED"
+}

@@ -3,24 +3,24 @@ package middleware
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/a2akit/idempotency"
 )
 
-// exchange is one keyed send on its way through the HTTP middleware: the core's
-// decision, acted on in the shape of the send's dialect.
+// exchange is one keyed send on its way through the HTTP middleware: the engine's
+// steps, acted on in the shape of the send's dialect.
 type exchange struct {
-	c  core
-	w  http.ResponseWriter
-	r  *http.Request
-	s  *send
-	ks Send // what the core knows of s
-	k  claimKey
+	m    *middleware
+	c    core
+	next http.Handler // the wrapped handler
+	w    http.ResponseWriter
+	r    *http.Request
+	s    *send
+	ks   Send // what the engine knows of s
+	k    claimKey
 	// body is the request's body, as read.
 	body []byte
 }
@@ -46,6 +46,11 @@ const (
 	msgFull = "the idempotency index holds as many keys as it may for this tenant (or in all), so the keyed send " +
 		"was refused rather than run without deduplication; keys leave it as their time to live ends: retry " +
 		"after the Retry-After delay, or send the message without a key"
+	msgUnreplayable = "the first send with this idempotency key ran, but what it produced is larger than this " +
+		"server keeps for its retries, so it cannot be replayed; the agent is not run again for the same key: read " +
+		"its task with GetTask if you know it, or send a new message with a fresh key"
+	msgOutcomeUnknown = "the server's answer to this keyed send was cut off before it was known what ran; retry " +
+		"with the same key and message: the retry gets the first attempt's task, or waits for it"
 	msgIndexRefused = "the idempotency index cannot store this keyed send's tenant, messageId or taskId " +
 		"(too long, or not UTF-8 text without NUL bytes); send it with shorter, plain-text ids"
 )
@@ -59,8 +64,11 @@ var msgTooLong = fmt.Sprintf("; with an idempotency key the tenant (the key's sc
 	"the messageId at most %d and the taskId at most %d", idempotency.MaxScopeLength, idempotency.MaxMessageIDLength,
 	idempotency.MaxTaskIDLength)
 
-// run checks the send, asks the core what to do with it and does it.
-func (x *exchange) run(m *middleware) {
+// run checks the send, asks the engine what to do with it and does it. A send is
+// forwarded at most once per claim: only when its streaming form (early bind) was
+// refused as a protocol the server does not serve, which certainly ran nothing and
+// released the claim, is it claimed again and forwarded as it was sent.
+func (x *exchange) run() {
 	s := x.s
 	x.ks = Send{Binding: s.d.framing(), Version: s.d.version(), Streaming: s.streaming,
 		Key: s.key, KeyErr: s.keyErr, MessageID: s.messageID, TaskID: s.taskID,
@@ -68,27 +76,38 @@ func (x *exchange) run(m *middleware) {
 	if s.ambiguous {
 		x.ks.KeyErr = errAmbiguous // refused as invalid, with its text
 	}
-	b := m.begin(x.r.Context(), &x.ks, func() (string, error) { return m.scope(x.r, s.tenant) })
-	x.k = x.ks.k
-	switch {
-	case b.fail != nil:
-		writeFailure(x.w, s.d, s, b.fail, b.ext)
-	case b.forward:
-		x.forward(b.token)
-	case !b.gone:
-		x.replay(b.rec)
+	scope := func() (string, error) { return x.m.scope(x.r, s.tenant) }
+	for early := true; ; early = false {
+		step := x.m.sends.Begin(x.r.Context(), &x.ks, scope)
+		x.k = x.ks.k
+		switch {
+		case step.Refusal != nil:
+			writeFailure(x.w, s.d, s, failureOf(step.Refusal), step.Refusal.Extension)
+		case step.Forward != nil:
+			if x.forward(step, early) {
+				continue
+			}
+		case !step.Gone:
+			x.replay(step.Record)
+		}
+		return
 	}
+}
+
+// failureOf returns the failure that answers r in a dialect's shape.
+func failureOf(r *Refusal) *failure {
+	kinds := map[RefusalKind]failKind{
+		RefusedInvalid: failInvalidParams, RefusedUnsupported: failUnsupported, RefusedTaskNotFound: failTaskNotFound,
+		RefusedUnavailable: failUnavailable, RefusedInFlight: failInFlight, RefusedExhausted: failExhausted,
+		RefusedUnreplayable: failUnreplayable, RefusedInternal: failInternal,
+	}
+	return &failure{kind: kinds[r.Kind], message: r.Message, retryAfter: r.RetryAfter}
 }
 
 // unavailableFailure is the 503 of a keyed send refused for want of the index.
 func unavailableFailure() *failure {
 	return &failure{kind: failUnavailable, message: msgUnavailable, retryAfter: defaultRetryAfter}
 }
-
-// maxInFlightRetryAfter caps the Retry-After of a 409: the lease may have minutes
-// left, but the first attempt usually makes its task known long before, and a retry
-// then gets it.
-const maxInFlightRetryAfter = 10 * time.Second
 
 // observe reports the outcome of the keyed send to Options.Observe.
 func (x *exchange) observe(o Outcome) { x.c.observeSend(&x.ks, o) }
@@ -116,9 +135,7 @@ func (x *exchange) writeProduct(p product) bool {
 	if err != nil {
 		// The codec's error names what the task source returned: the log gets it, the
 		// client an answer that says what to do.
-		x.c.logSend(x.r.Context(), &x.ks, slog.LevelError, "idempotency: the key's task or reply could not be put in the retry's shape",
-			slog.String("error", err.Error()))
-		writeFailure(w, s.d, s, &failure{kind: failInternal, message: msgUnanswerable}, true)
+		writeFailure(w, s.d, s, failureOf(x.m.sends.Unanswerable(&x.ks, err)), true)
 		return false
 	}
 	addExtensionHeaders(w.Header(), s.d)

@@ -2,10 +2,9 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
-
-	"github.com/a2akit/idempotency"
 )
 
 // errAnswerTooLarge fails the wrapped handler's write of an answer the middleware
@@ -17,30 +16,36 @@ var errAnswerTooLarge = errors.New("middleware: answer too large to hold back")
 // key then stays pending until the adapter binds it or its lease ends.
 const maxAnswerCopy = 32 << 20
 
-// forward runs a claimed first send through the wrapped handler and binds the key
-// to what it produced, or releases the key when it produced nothing.
-func (x *exchange) forward(token idempotency.Token) {
-	cs := x.c.newClaim(&x.ks, token)
-	defer x.c.live.add(x.k.waitKey())()
+// forward runs a claimed first send through the wrapped handler, once, and settles
+// its key by what the answer showed. It reports true only when early bind's
+// streaming form was refused as a protocol the server does not serve: nothing ran,
+// the claim was released, and the send is to be claimed again and forwarded as it
+// was sent (early is false then).
+func (x *exchange) forward(step *Step, early bool) (again bool) {
+	defer step.Done()
+	cs := step.claim
+	client := x.w
 	ctx, cw, stop := x.detach(cs)
 	defer stop()
-	defer x.c.keepLease(ctx, x.k, cs)()
 	x.w = cw
 	defer func() {
+		x.w = client
 		if hooked, _ := cs.state(); hooked {
-			x.c.early.bindsItself.Store(true)
+			x.m.early.bindsItself.Store(true)
 		}
 	}()
-	if req := x.earlySend(); req != nil {
-		if o, ok := x.forwardEarly(req.WithContext(withClaimedSend(ctx, cs)), &settler{x: x, d: x.s.d, cs: cs}); ok {
+	st := &settler{x: x, step: step, fwd: ctx}
+	if req := x.earlySend(early); req != nil {
+		o, again := x.forwardEarly(req.WithContext(withClaimedSend(ctx, cs)), st)
+		if !again {
 			x.observe(o)
-			return
 		}
+		return again
 	}
-	fw := &forwardWriter{w: cw}
-	fw.st = settler{x: x, d: x.s.d, cs: cs}
-	x.c.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(ctx, cs)))
+	fw := &forwardWriter{w: cw, st: st}
+	x.next.ServeHTTP(fw, x.r.WithContext(withClaimedSend(ctx, cs)))
 	x.observe(fw.finish())
+	return false
 }
 
 // forwardWriter is the ResponseWriter of a forwarded first send. At the answer's
@@ -50,7 +55,7 @@ func (x *exchange) forward(token idempotency.Token) {
 // needs, and Unwrap for http.ResponseController.
 type forwardWriter struct {
 	w    http.ResponseWriter
-	st   settler
+	st   *settler
 	mode answerMode // nil until the header is written; then one of modes
 
 	// modes hold the writer of each mode, so that choosing one allocates nothing.
@@ -79,21 +84,21 @@ func (fw *forwardWriter) WriteHeader(code int) {
 	}
 	fw.st.status = code
 	stream := isEventStream(fw.w.Header())
-	if fw.st.cs.hookFailed() && !stream {
+	if fw.st.step.claim.hookFailed() && !stream {
 		// The adapter could not bind the key, so the agent did not run: when the
 		// server answers its own internal error for that, fail closed as for a claim
 		// the index could not make, with a 503 the client may retry.
-		fw.modes.heldBack = heldBackWriter{w: fw.w, st: &fw.st}
+		fw.modes.heldBack = heldBackWriter{w: fw.w, st: fw.st}
 		fw.mode = &fw.modes.heldBack
 		return
 	}
-	addExtensionHeaders(fw.w.Header(), fw.st.d)
+	addExtensionHeaders(fw.w.Header(), fw.st.x.s.d)
 	fw.w.WriteHeader(code)
 	if stream {
-		fw.modes.stream = streamWriter{w: fw.w, st: &fw.st}
+		fw.modes.stream = streamWriter{w: fw.w, st: fw.st}
 		fw.mode = &fw.modes.stream
 	} else {
-		fw.modes.unary = unaryWriter{w: fw.w, st: &fw.st}
+		fw.modes.unary = unaryWriter{w: fw.w, st: fw.st}
 		fw.mode = &fw.modes.unary
 	}
 }
@@ -119,7 +124,8 @@ func (fw *forwardWriter) Unwrap() http.ResponseWriter { return fw.w }
 // finish settles the send after the wrapped handler returned.
 func (fw *forwardWriter) finish() Outcome {
 	if fw.mode == nil {
-		fw.st.settle(carry{})
+		// The handler wrote nothing: a cut, or a handler that answered no one.
+		fw.st.settle(Produced{})
 		return fw.st.outcome
 	}
 	return fw.mode.finish()
@@ -149,10 +155,14 @@ func (uw *unaryWriter) Write(p []byte) (int, error) {
 func (uw *unaryWriter) Flush() { flush(uw.w) }
 
 func (uw *unaryWriter) finish() Outcome {
-	if uw.overflow {
-		uw.st.settle(carry{})
-	} else {
-		uw.st.settle(uw.st.d.sendCarry(uw.st.status, uw.body.Bytes()))
+	switch {
+	case uw.overflow && uw.st.status >= 200 && uw.st.status < 300:
+		// A success answer too large to read: the send ran.
+		uw.st.settle(Produced{PastBound: true})
+	case uw.overflow:
+		uw.st.settle(Produced{})
+	default:
+		uw.st.settle(uw.st.x.s.d.sendAnswer(uw.st.status, uw.body.Bytes()))
 	}
 	return uw.st.outcome
 }
@@ -178,10 +188,11 @@ func (sw *streamWriter) Write(p []byte) (int, error) {
 	}
 	sw.held = append(sw.held, p...)
 	if data, _, ok := sw.scan.scan(sw.held, false); ok {
-		sw.st.settle(sw.st.d.eventCarry(data))
+		sw.st.settle(sw.st.x.s.d.eventAnswer(data))
 		sw.passHeld()
 	} else if len(sw.held) > maxEventBytes {
-		sw.st.settle(carry{})
+		// A first event too large to read: the send ran.
+		sw.st.settle(Produced{PastBound: true})
 		sw.passHeld()
 	} else if n := sw.scan.idle; n > 0 {
 		// Keep-alives before the first event carry nothing: pass them on now.
@@ -227,11 +238,11 @@ func (sw *streamWriter) finish() Outcome {
 		// The stream ended before its first event was complete: a last event
 		// without its blank line still counts, as for a2a-go's client.
 		data, _, ok := sw.scan.scan(sw.held, true)
-		c := carry{}
+		p := Produced{}
 		if ok {
-			c = sw.st.d.eventCarry(data)
+			p = sw.st.x.s.d.eventAnswer(data)
 		}
-		sw.st.settle(c)
+		sw.st.settle(p)
 		sw.passHeld()
 	}
 	return sw.st.outcome
@@ -256,18 +267,17 @@ func (hw *heldBackWriter) Write(p []byte) (int, error) {
 // Flush does nothing: the answer is written when it ends.
 func (hw *heldBackWriter) Flush() {}
 
-// finish answers an error with a 503 (the index failed, the agent did not run, a
-// retry with the same key may succeed); any other answer (a2a-go answers a follow-up
-// it failed with the FAILED task) passes on as it was.
+// finish answers with a 503 when the send produced nothing (the index failed, the
+// agent did not run, a retry with the same key may succeed); any other answer
+// (a2a-go answers a follow-up it failed with the FAILED task) passes on as it was.
 func (hw *heldBackWriter) finish() Outcome {
 	x := hw.st.x
-	c := x.s.d.sendCarry(hw.st.status, hw.body.Bytes())
-	hw.st.settle(c)
-	if c.kind == carryError {
-		if outcomeOr(x.r.Context(), OutcomeUnavailable) == OutcomeAbandoned {
+	hw.st.settle(x.s.d.sendAnswer(hw.st.status, hw.body.Bytes()))
+	if hw.st.notBound != nil {
+		if hw.st.outcome == OutcomeAbandoned {
 			return OutcomeAbandoned
 		}
-		writeFailure(hw.w, x.s.d, x.s, x.c.notBoundBehind(x.r.Context(), &x.ks), true)
+		writeFailure(hw.w, x.s.d, x.s, hw.st.notBound, true)
 		return OutcomeUnavailable
 	}
 	addExtensionHeaders(hw.w.Header(), x.s.d)
@@ -276,23 +286,30 @@ func (hw *heldBackWriter) finish() Outcome {
 	return hw.st.outcome
 }
 
-// settler acts, once, on what a forwarded send produced: it binds the key to a task
-// or a Message reply, releases it when the send failed before anything existed, or
-// leaves it pending (the lease decides) when that cannot be known.
+// settler acts, once, on what a forwarded send's answer showed, through the engine's
+// settle: it binds the key, releases it, or leaves it pending by the rule of
+// ambiguity.
 type settler struct {
-	x       *exchange
-	d       dialect // the send's
-	cs      *ClaimedSend
+	x    *exchange
+	step *Step
+	// fwd is the forward's context: once it is cut (ForwardTimeout after the client
+	// left), an error the handler answers says nothing about what ran.
+	fwd     context.Context
 	status  int // of the forwarded answer
 	settled bool
 	outcome Outcome
+	// notBound is the 503 to answer when the code behind could not bind the key.
+	notBound *failure
 }
 
-func (st *settler) settle(c carry) {
+func (st *settler) settle(p Produced) {
 	if st.settled {
 		return
 	}
 	st.settled = true
+	if p.Refused && st.fwd.Err() != nil {
+		p.Refused = false // an answer to a cut forward: what ran is unknown
+	}
 	x := st.x
-	st.outcome = x.c.settle(x.r.Context(), &x.ks, st.cs, c)
+	st.outcome, st.notBound = x.c.settle(x.r.Context(), &x.ks, st.step, p)
 }

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,7 +29,18 @@ import (
 // When r did not come through a net/http server, or its path was rewritten in front
 // of the middleware in a way that does not keep the request-target's ending,
 // req goes to the wrapped handler with r's context, as before.
+//
+// A panic of the handler that serves req (httputil.ReverseProxy aborts with
+// http.ErrAbortHandler when the answer it copies is cut, as the probe cuts its
+// subscription) is recovered: req's answer is then what was written before it, and
+// the process, and the client's request, go on.
 func (x *exchange) serveInner(w http.ResponseWriter, req *http.Request, parent context.Context) {
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			x.c.logSend(parent, &x.ks, slog.LevelError, "idempotency: a request the middleware made on a client's "+
+				"behalf panicked; recovered", slog.Any("panic", v), slog.String("path", req.URL.Path))
+		}
+	}()
 	if top, u, ok := x.topRoute(req.URL); ok {
 		ctx, cancel := context.WithCancel(freshContext(x.r.Context()))
 		defer cancel()
@@ -42,7 +54,7 @@ func (x *exchange) serveInner(w http.ResponseWriter, req *http.Request, parent c
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	x.c.next.ServeHTTP(w, req.WithContext(ctx))
+	x.next.ServeHTTP(w, req.WithContext(ctx))
 }
 
 // topRoute returns the handler of the net/http server r came through and the URL a
@@ -79,14 +91,15 @@ func (x *exchange) topRoute(u *url.URL) (http.Handler, *url.URL, bool) {
 	return top, &out, true
 }
 
-// freshContext returns a context with the values net/http puts in the context of
-// every request a server reads, taken from ctx, and nothing else.
+// freshContext returns a context with the local address net/http puts in the
+// context of every request a server reads, taken from ctx, and nothing else. Not the
+// server (http.ServerContextKey): with it, an httputil.ReverseProxy serving the inner
+// request panics with http.ErrAbortHandler when its answer is cut, which no
+// net/http connection recovers in the goroutine of an inner request.
 func freshContext(ctx context.Context) context.Context {
 	fresh := context.Background()
-	for _, k := range []any{http.ServerContextKey, http.LocalAddrContextKey} {
-		if v := ctx.Value(k); v != nil {
-			fresh = context.WithValue(fresh, k, v)
-		}
+	if v := ctx.Value(http.LocalAddrContextKey); v != nil {
+		fresh = context.WithValue(fresh, http.LocalAddrContextKey, v)
 	}
 	return fresh
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/a2akit/idempotency/middleware/internal/member"
 )
@@ -95,23 +94,19 @@ type rpcResponse struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func (b jsonrpc10) sendCarry(status int, body []byte) carry {
+func (b jsonrpc10) sendAnswer(status int, body []byte) Produced {
 	if status != http.StatusOK {
-		return carry{kind: carryError}
+		return Produced{Refused: statusRefuses(status)}
 	}
-	return b.eventCarry(body)
+	return b.eventAnswer(body)
 }
 
-func (jsonrpc10) eventCarry(data []byte) carry {
+func (jsonrpc10) eventAnswer(data []byte) Produced {
 	result, fail := readResponse(data)
 	if fail != nil {
-		return carry{kind: carryError, fail: fail}
+		return Produced{Refused: fail.refuses, fail: fail}
 	}
-	v, ok := readValidStreamMembers(result)
-	if !ok {
-		return carry{}
-	}
-	return v.carry()
+	return validStreamResponseAnswer(result)
 }
 
 func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
@@ -119,22 +114,23 @@ func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
 	if fail != nil {
 		return nil, false
 	}
-	v, ok := readValidStreamMembers(result)
-	if !ok {
-		return nil, false
-	}
-	return v.task()
+	return validStreamResponseTask(result)
 }
 
-// readResponse reads a JSON-RPC response: its result (valid JSON, aliasing data), or
-// the error it carries as a failure to relay. An unreadable response has neither.
+// readResponse reads a JSON-RPC response: its result, or the error it carries as a
+// failure to relay (marked when its code is a definite refusal). An unreadable
+// response has neither. The result is valid JSON and aliases data.
 func readResponse(data []byte) (json.RawMessage, *failure) {
 	resp, ok := readRPCResponse(data)
 	if !ok {
 		return nil, nil
 	}
 	if !isNull(resp.Error) {
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error)}
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(resp.Error, &e)
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error), refuses: rpcRefuses(e.Code)}
 	}
 	return resp.Result, nil
 }
@@ -199,6 +195,12 @@ func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusConflict
 		case failTooLarge:
 			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusRequestEntityTooLarge
+		case failUnreplayable:
+			code, reason = codeInternalError, "REPLY_NOT_REPLAYABLE"
+		case failNotServed:
+			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", f.status
+		case failUnknown:
+			code, reason, status = codeInternalError, "SERVER_ERROR", http.StatusBadGateway
 		default: // failUnreadable
 			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusBadRequest
 		}
@@ -255,11 +257,11 @@ func (jsonrpc10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // to pass on.
 func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	if status != http.StatusOK {
-		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
+		return nil, taskUnreadable(status)
 	}
 	resp, ok := readRPCResponse(body)
 	if !ok {
-		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
+		return nil, taskUnreadable(status)
 	}
 	if !isNull(resp.Error) {
 		var e struct {

@@ -52,33 +52,33 @@ func (jsonrpc03) readParams(s *send, params json.RawMessage) bool {
 	return true
 }
 
-func (b jsonrpc03) sendCarry(status int, body []byte) carry {
+func (b jsonrpc03) sendAnswer(status int, body []byte) Produced {
 	if status != http.StatusOK {
-		return carry{kind: carryError}
+		return Produced{Refused: statusRefuses(status)}
 	}
-	return b.eventCarry(body)
+	return b.eventAnswer(body)
 }
 
-func (jsonrpc03) eventCarry(data []byte) carry {
+func (jsonrpc03) eventAnswer(data []byte) Produced {
 	result, fail := readResponse(data)
 	if fail != nil {
-		return carry{kind: carryError, fail: fail}
+		return Produced{Refused: fail.refuses, fail: fail}
 	}
 	switch kindjson.Kind(result) {
 	case "task":
 		if id := objectID(result, "id"); id != "" {
-			return carry{kind: carryTask, taskID: id}
+			return Produced{TaskID: id}
 		}
 	case "message":
 		if msg, err := kindjson.MessageToV1(result); err == nil {
-			return carry{kind: carryMessage, message: msg}
+			return Produced{Reply: msg}
 		}
 	case "status-update", "artifact-update":
 		if id := objectID(result, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	}
-	return carry{}
+	return Produced{}
 }
 
 func (jsonrpc03) eventTask(data []byte) ([]byte, bool) {
@@ -123,7 +123,7 @@ func (jsonrpc03) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	}
 	task, err := kindjson.TaskToV1(raw)
 	if err != nil {
-		return nil, taskUnreadable(err.Error())
+		return nil, taskUnframable(err)
 	}
 	return task, nil
 }

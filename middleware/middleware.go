@@ -74,13 +74,14 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 			waiters:        &notifier{},
 			live:           &liveForwards{},
 			forwardTimeout: opts.ForwardTimeout,
-			early:          &earlyBinder{mode: opts.EarlyBind},
 		},
+		early:        &earlyBinder{mode: opts.EarlyBind},
 		scope:        opts.Scope,
 		reads:        opts.Reads,
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
 	}
+	m.sends = &Sends{m: m}
 	return m, nil
 }
 
@@ -130,9 +131,12 @@ func TenantPathScope(pattern string) func(r *http.Request, tenant string) (strin
 	}
 }
 
-// middleware is what the handlers of one New share.
+// middleware is what the handlers of one New share: the engine (core, and sends, its
+// API) and the HTTP binding's own state, early binding's included.
 type middleware struct {
-	core         core // the wrapped handler is each handler's own
+	core         core
+	sends        *Sends
+	early        *earlyBinder
 	scope        func(r *http.Request, tenant string) (string, error)
 	reads        func(r *http.Request) bool
 	maxBodyBytes int64
@@ -212,8 +216,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	c := h.m.core
-	c.next = h.next
-	x := &exchange{c: c, w: w, r: r, s: s, body: body}
-	x.run(h.m)
+	x := &exchange{m: h.m, c: h.m.core, next: h.next, w: w, r: r, s: s, body: body}
+	x.run()
 }

@@ -10,12 +10,14 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultLease is how long a first send may run before an identical retry may take
-	// its claim over. It is long because, without the adapter binding the key before
-	// the agent starts, a blocking send binds only when it answers, and a takeover
-	// before that would run the agent twice. With the adapter the lease only matters
-	// after a crash; shorten it then.
-	DefaultLease = 10 * time.Minute
+	// DefaultLease is how long a claim whose owner stopped extending it (it died)
+	// holds before an identical retry may take it over. The owner extends the lease
+	// every third of it while its send runs, so the lease only bounds how long a dead
+	// owner's key stays unusable (see "The engine" in the package documentation).
+	// 30 s leaves two extensions room to fail or come late (each bounded by
+	// IndexTimeout, 5 s) before a live claim could lapse, at an extension every 10 s
+	// per running send.
+	DefaultLease = 30 * time.Second
 	// DefaultReplayWait is how long a retry waits for an in-flight first attempt to make
 	// its task known before answering 409.
 	DefaultReplayWait = 2 * time.Second
@@ -39,8 +41,10 @@ type Options struct {
 	// as invalid params (JSON-RPC -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
-	// Lease is how long a claim stays in flight before an identical retry may take it
-	// over; default [DefaultLease]. It also bounds how long a key bound to a task that
+	// Lease is how long a claim stays in flight, from its claim or its latest
+	// extension, before an identical retry may take it over; default [DefaultLease].
+	// The engine extends it every third of it while the first attempt runs, so it
+	// bounds how long the key of a dead owner is unusable. It also bounds how long a key bound to a task that
 	// is not stored yet counts as "task coming" rather than "task gone" when its
 	// execution does not run in the retry's own process (there a subscription tells),
 	// since it may run in another one, unless SoleInstance is set: keep it above the
@@ -194,6 +198,11 @@ const (
 	// OutcomeInternal: an internal error (JSON-RPC -32603, HTTP+JSON 500): the
 	// middleware could not frame the key's task or reply for the retry.
 	OutcomeInternal Outcome = "internal"
+	// OutcomeUnreplayable: a retry whose first attempt ran but produced what the
+	// kit could not keep (a reply past the index's bounds, an answer too large to
+	// read): it is told that the reply cannot be replayed (JSON-RPC -32603,
+	// HTTP+JSON 500 DATA_LOSS, gRPC DATA_LOSS). The agent is not run again.
+	OutcomeUnreplayable Outcome = "unreplayable"
 	// OutcomeAbandoned: the request's context ended (the client went away, or a
 	// deadline set in front of the middleware passed) before the send was
 	// answered: during a call to the index, while a retry waited or read its task,

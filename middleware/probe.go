@@ -28,6 +28,7 @@ func (x *exchange) executionRunning(taskID string) bool {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer x.c.recoverTo(&x.ks, "probing whether an execution runs")
 		x.serveInner(pw, req, ctx)
 	}()
 	timer := time.NewTimer(probeWait)
@@ -92,11 +93,10 @@ func (pw *probeWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	pw.held = nil
-	switch pw.d.eventCarry(data).kind {
-	case carryTask, carryUpdate, carryMessage:
+	if pw.d.eventAnswer(data).isEvent() {
 		pw.evented = true
 		close(pw.event)
-	default:
+	} else {
 		pw.failed = true
 	}
 	return len(p), nil

@@ -189,9 +189,9 @@ func (sw *subscribeWriter) Write(p []byte) (int, error) {
 // dropped.
 func (sw *subscribeWriter) firstEvent(data []byte, end int) {
 	x := sw.x
-	out := x.s.d.eventCarry(data)
-	switch out.kind {
-	case carryTask:
+	out := x.s.d.eventAnswer(data)
+	switch {
+	case out.isTask():
 		task, ok := x.s.d.eventTask(data)
 		if !ok {
 			sw.dropping = true
@@ -203,7 +203,7 @@ func (sw *subscribeWriter) firstEvent(data []byte, end int) {
 			return
 		}
 		sw.start(first, sw.held[end:])
-	case carryUpdate:
+	case out.update:
 		// The task first all the same, as it reads now; this update and the later
 		// ones follow it.
 		var first []byte
@@ -211,7 +211,7 @@ func (sw *subscribeWriter) firstEvent(data []byte, end int) {
 			first, _ = x.s.d.product(x.s, x.shapedTask(task))
 		}
 		sw.start(first, sw.held)
-	case carryMessage:
+	case out.Reply != nil:
 		// Not a task's stream: pass it on as it is.
 		sw.start(nil, sw.held)
 	default:

@@ -62,18 +62,27 @@ type restStatus struct {
 	Details []errorInfo `json:"details,omitempty"`
 }
 
-func (rest10) sendCarry(status int, body []byte) carry {
+func (rest10) sendAnswer(status int, body []byte) Produced {
 	if status < 200 || status > 299 {
-		return carry{kind: carryError}
+		return restErrorAnswer(status, body)
 	}
-	return streamResponseCarry(body)
+	return streamResponseAnswer(body)
 }
 
-func (rest10) eventCarry(data []byte) carry {
+// restErrorAnswer reads an HTTP+JSON error answer to a forwarded send, of either
+// version: a definite refusal when its status says nothing serves the route, or when
+// it is a google.rpc.Status body with a status that refuses (see ruleOf).
+func restErrorAnswer(status int, body []byte) Produced {
+	var e restError
+	shaped := json.Unmarshal(body, &e) == nil && e.Error.Code != 0
+	return Produced{Refused: statusRefuses(status) || shaped && shapedStatusRefuses(status)}
+}
+
+func (rest10) eventAnswer(data []byte) Produced {
 	if f := eventError(data); f != nil {
-		return carry{kind: carryError, fail: f}
+		return Produced{Refused: f.refuses, fail: f}
 	}
-	return streamResponseCarry(data)
+	return streamResponseAnswer(data)
 }
 
 func (rest10) eventTask(data []byte) ([]byte, bool) { return streamResponseTask(data) }
@@ -96,7 +105,7 @@ func eventError(data []byte) *failure {
 	if status < 400 || status > 599 {
 		status = http.StatusInternalServerError
 	}
-	return &failure{kind: failRelayed, status: status, raw: data}
+	return &failure{kind: failRelayed, status: status, raw: data, refuses: shapedStatusRefuses(status)}
 }
 
 func (rest10) product(_ *send, res product) ([]byte, error) {
@@ -132,6 +141,12 @@ func restFailure(f *failure) (int, []byte, bool) {
 		status, code, reason = http.StatusConflict, "ABORTED", "SERVER_ERROR"
 	case failTooLarge:
 		status, code, reason = http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST"
+	case failUnreplayable:
+		status, code, reason = http.StatusInternalServerError, "DATA_LOSS", "REPLY_NOT_REPLAYABLE"
+	case failNotServed:
+		status, code, reason = f.status, "NOT_FOUND", "INVALID_REQUEST"
+	case failUnknown:
+		status, code, reason = http.StatusBadGateway, "UNAVAILABLE", "SERVER_ERROR"
 	default: // failUnreadable
 		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"
 	}
@@ -172,7 +187,7 @@ func restTaskAnswer(status int, body []byte) ([]byte, *failure) {
 	var e restError
 	if json.Unmarshal(body, &e) != nil || e.Error.Code == 0 {
 		// Not an A2A error: most likely the route is not served at this prefix.
-		return nil, taskUnreadable("HTTP " + strconv.Itoa(status))
+		return nil, taskUnreadable(status)
 	}
 	return nil, &failure{kind: failRelayed, status: status, raw: body, taskNotFound: status == http.StatusNotFound}
 }

@@ -83,34 +83,34 @@ func (b rest03) readSend(prefix string, streaming bool, body []byte) (*send, boo
 	return s, true
 }
 
-func (rest03) sendCarry(status int, body []byte) carry {
+func (rest03) sendAnswer(status int, body []byte) Produced {
 	if status < 200 || status > 299 {
-		return carry{kind: carryError}
+		return restErrorAnswer(status, body)
 	}
-	return pbCarry(body)
+	return pbAnswer(body)
 }
 
-func (rest03) eventCarry(data []byte) carry {
+func (rest03) eventAnswer(data []byte) Produced {
 	if f := eventError(data); f != nil {
-		return carry{kind: carryError, fail: f}
+		return Produced{Refused: f.refuses, fail: f}
 	}
-	return pbCarry(data)
+	return pbAnswer(data)
 }
 
-// pbCarry reads a v0.3 SendMessageResponse or StreamResponse, with the message of a
+// pbAnswer reads a v0.3 SendMessageResponse or StreamResponse, with the message of a
 // reply converted to v1.0.
-func pbCarry(raw []byte) carry {
+func pbAnswer(raw []byte) Produced {
 	v, ok := readStreamMembers(raw)
 	if !ok {
-		return carry{}
+		return Produced{}
 	}
-	out := v.carry()
-	if out.kind == carryMessage {
-		msg, err := pbjson.MessageToV1(out.message)
+	out := v.answer()
+	if out.Reply != nil {
+		msg, err := pbjson.MessageToV1(out.Reply)
 		if err != nil {
-			return carry{}
+			return Produced{}
 		}
-		out.message = msg
+		out.Reply = msg
 	}
 	return out
 }
@@ -151,7 +151,7 @@ func (rest03) taskAnswer(status int, body []byte) ([]byte, *failure) {
 	}
 	task, err := pbjson.TaskToV1(raw)
 	if err != nil {
-		return nil, taskUnreadable(err.Error())
+		return nil, taskUnframable(err)
 	}
 	return task, nil
 }

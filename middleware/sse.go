@@ -93,14 +93,18 @@ func writeEventHeaders(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// writeEvent writes data as one Server-Sent Event. data is one line of JSON; a
-// trailing newline is dropped.
+// writeEvent writes data as one Server-Sent Event; a trailing newline is dropped.
+// Every line of data (a pretty-printed JSON has many) gets a data: field of its own,
+// which an SSE reader joins back with newlines: the event carries data's bytes.
 func writeEvent(w io.Writer, data []byte) error {
-	data = bytes.TrimRight(data, "\n")
+	data = bytes.TrimRight(data, "\r\n")
 	buf := make([]byte, 0, len(data)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
+	for line := range bytes.Lines(data) {
+		buf = append(buf, "data: "...)
+		buf = append(buf, bytes.TrimRight(line, "\r\n")...)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, '\n')
 	_, err := w.Write(buf)
 	return err
 }

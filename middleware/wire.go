@@ -47,10 +47,22 @@ func newErrorInfo(reason string, f *failure) errorInfo {
 }
 
 // taskUnreadable is the failure of a task read whose answer the binding could not
-// read; why says what was wrong with it.
-func taskUnreadable(why string) *failure {
-	return &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (" +
-		why + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+// read; why says what was wrong with it (a status, never an error's text). A 4xx
+// that is not the binding's own error means that nothing serves the task read at
+// the retry's path: a client error, which no retry at that path can mend.
+func taskUnreadable(status int) *failure {
+	if status >= 400 && status < 500 && status != 408 && status != 429 {
+		return &failure{kind: failNotServed, status: status, message: "nothing at this path serves the task of this " +
+			"idempotency key (HTTP " + strconv.Itoa(status) + "): send the retry to the endpoint of the first attempt"}
+	}
+	return &failure{kind: failUnavailable, message: "the server's answer to reading the key's task could not be read (HTTP " +
+		strconv.Itoa(status) + "); retry with the same key and message later", retryAfter: defaultRetryAfter}
+}
+
+// taskUnframable is the failure of a task read whose answer this binding's codec
+// cannot convert (err says why, for the log only): no retry can mend it.
+func taskUnframable(error) *failure {
+	return &failure{kind: failInternal, message: msgUnanswerable}
 }
 
 // taskMissing is the failure of a task read that the server answered without a task.
@@ -80,17 +92,25 @@ type streamMembers struct {
 }
 
 // readStreamMembers reads raw, which need not be valid JSON, as a
-// SendMessageResponse or StreamResponse: as json.Unmarshal into streamMembers would,
-// with one scan to validate and one walk (member.Members) instead of nested decodes.
+// SendMessageResponse or StreamResponse, as json.Unmarshal into streamMembers reads
+// it, with one scan to validate and one walk (member.Members) instead of nested
+// decodes. The members are copies, as json.Unmarshal's are.
 func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	if !json.Valid(raw) {
 		return streamMembers{}, false
 	}
-	return readValidStreamMembers(raw)
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return streamMembers{}, false
+	}
+	for _, m := range []*json.RawMessage{&v.Task, &v.Message, &v.StatusUpdate, &v.ArtifactUpdate} {
+		*m = bytes.Clone(*m)
+	}
+	return v, true
 }
 
 // readValidStreamMembers is readStreamMembers of raw known to be valid JSON (a value
-// read out of a validated answer). The members alias raw.
+// read out of a validated answer), without the copies: the members alias raw.
 func readValidStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	o, ok := member.Members(raw)
 	if !ok {
@@ -98,7 +118,7 @@ func readValidStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	}
 	var v streamMembers
 	for name, value, ok := o.Next(); ok; name, value, ok = o.Next() {
-		// encoding/json: the last member of a name wins, null included.
+		// As encoding/json: the last member of a name wins, null included.
 		switch {
 		case member.NameIs(name, "task"):
 			v.Task = value
@@ -113,37 +133,59 @@ func readValidStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	return v, true
 }
 
-// outcome returns what the members carry. The message is passed on as it is (a
-// copy: the members alias the answer's buffer): a binding of another version
-// converts it.
-func (v streamMembers) carry() carry {
+// validStreamResponseAnswer is streamResponseAnswer of raw known to be valid JSON;
+// what it returns does not alias raw.
+func validStreamResponseAnswer(raw json.RawMessage) Produced {
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return Produced{}
+	}
+	p := v.answer()
+	p.Reply = bytes.Clone(p.Reply)
+	return p
+}
+
+// validStreamResponseTask is streamResponseTask of raw known to be valid JSON; the
+// task is a copy.
+func validStreamResponseTask(raw json.RawMessage) ([]byte, bool) {
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return nil, false
+	}
+	task, ok := v.task()
+	return bytes.Clone(task), ok
+}
+
+// answer returns what the members carry. The message is passed on as it is: a
+// binding of another version converts it.
+func (v streamMembers) answer() Produced {
 	switch {
 	case !isNull(v.Task):
 		if id := objectID(v.Task, "id"); id != "" {
-			return carry{kind: carryTask, taskID: id}
+			return Produced{TaskID: id}
 		}
 	case !isNull(v.Message):
 		if v.Message[0] == '{' {
-			return carry{kind: carryMessage, message: bytes.Clone(v.Message)}
+			return Produced{Reply: v.Message}
 		}
 	case !isNull(v.StatusUpdate):
 		if id := objectID(v.StatusUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	case !isNull(v.ArtifactUpdate):
 		if id := objectID(v.ArtifactUpdate, "taskId"); id != "" {
-			return carry{kind: carryUpdate, taskID: id}
+			return Produced{TaskID: id, update: true}
 		}
 	}
-	return carry{}
+	return Produced{}
 }
 
-// task returns (a copy of) the task the members carry, or false.
+// task returns the task the members carry, or false.
 func (v streamMembers) task() ([]byte, bool) {
 	if isNull(v.Task) || objectID(v.Task, "id") == "" {
 		return nil, false
 	}
-	return bytes.Clone(v.Task), true
+	return v.Task, true
 }
 
 // objectID returns the string member name ("id" or "taskId") of raw, valid JSON, as
@@ -157,10 +199,7 @@ func objectID(raw json.RawMessage, name string) string {
 	}
 	id := ""
 	for n, value, ok := o.Next(); ok; n, value, ok = o.Next() {
-		if !member.NameIs(n, name) {
-			continue
-		}
-		if isNull(value) {
+		if !member.NameIs(n, name) || isNull(value) {
 			continue
 		}
 		s, ok := member.String(value)
@@ -172,23 +211,21 @@ func objectID(raw json.RawMessage, name string) string {
 	return id
 }
 
-// streamResponseCarry reads a v1.0 SendMessageResponse or StreamResponse.
-func streamResponseCarry(raw json.RawMessage) carry {
-	v, ok := readStreamMembers(raw)
-	if !ok {
-		return carry{}
+// streamResponseAnswer reads a v1.0 SendMessageResponse or StreamResponse.
+func streamResponseAnswer(raw json.RawMessage) Produced {
+	if !json.Valid(raw) {
+		return Produced{}
 	}
-	return v.carry()
+	return validStreamResponseAnswer(raw)
 }
 
 // streamResponseTask returns the task of a v1.0 SendMessageResponse or
 // StreamResponse, or false.
 func streamResponseTask(raw json.RawMessage) ([]byte, bool) {
-	v, ok := readStreamMembers(raw)
-	if !ok {
+	if !json.Valid(raw) {
 		return nil, false
 	}
-	return v.task()
+	return validStreamResponseTask(raw)
 }
 
 // streamResponse returns the v1.0 SendMessageResponse (or StreamResponse) carrying res.

@@ -85,7 +85,8 @@ var (
 	Outcomes = []middleware.Outcome{
 		middleware.OutcomeClaimed, middleware.OutcomeReleased, middleware.OutcomeFailed, middleware.OutcomeReplayed,
 		middleware.OutcomeInFlight, middleware.OutcomeConflict, middleware.OutcomeRefused, middleware.OutcomeUnsupported,
-		middleware.OutcomeUnavailable, middleware.OutcomeTaskGone, middleware.OutcomeInternal, middleware.OutcomeAbandoned,
+		middleware.OutcomeUnavailable, middleware.OutcomeTaskGone, middleware.OutcomeInternal, middleware.OutcomeUnreplayable,
+		middleware.OutcomeAbandoned,
 	}
 	Bindings         = []middleware.ProtocolBinding{middleware.BindingJSONRPC, middleware.BindingHTTPJSON, middleware.BindingGRPC}
 	ProtocolVersions = []middleware.ProtocolVersion{middleware.Version10, middleware.Version03}

@@ -1,0 +1,113 @@
+package servercheck
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// The checks across two interfaces of one card.
+var (
+	checkCrossInterface = Check{ID: "cross-interface", Spec: "§3 scope",
+		Title: "A retry through another interface of the same tenant gets the first attempt's task"}
+	checkTenantScope = Check{ID: "tenant-scope", Spec: "§3 scope",
+		Title: "Keys are scoped by tenant: the same key on another tenant's interface is another key"}
+)
+
+// across is the separator of the two interfaces of a check across them.
+const across = " → "
+
+// checkAcross runs the checks that need two interfaces: a retry through another
+// interface of the same tenant, and a key on two tenants.
+func (c *client) checkAcross(ctx context.Context, ifaces []Interface) []Result {
+	var out []Result
+	var checkable []Interface
+	for _, i := range ifaces {
+		if i.checkable() {
+			checkable = append(checkable, i)
+		}
+	}
+	if a, b, ok := pair(checkable, true); ok && c.opts.wanted(checkCrossInterface.ID) {
+		r := c.crossInterface(ctx, a, b)
+		r.Check, r.Interface = checkCrossInterface, a.String()+across+b.String()
+		out = append(out, r)
+	}
+	if a, b, ok := pair(checkable, false); ok && c.opts.wanted(checkTenantScope.ID) {
+		r := c.tenantScope(ctx, a, b)
+		r.Check, r.Interface = checkTenantScope, a.String()+across+b.String()
+		out = append(out, r)
+	}
+	return out
+}
+
+// pair returns two interfaces of the same tenant (sameTenant), preferring two
+// bindings, or of two tenants (A2A v1.0 only: v0.3 has none).
+func pair(ifaces []Interface, sameTenant bool) (Interface, Interface, bool) {
+	var found [2]Interface
+	ok := false
+	for i, a := range ifaces {
+		for _, b := range ifaces[i+1:] {
+			if sameTenant && a.Tenant == b.Tenant {
+				if a.Binding != b.Binding {
+					return a, b, true
+				}
+				if !ok {
+					found, ok = [2]Interface{a, b}, true
+				}
+			}
+			if !sameTenant && a.Tenant != b.Tenant && a.Version == "1.0" && b.Version == "1.0" {
+				return a, b, true
+			}
+		}
+	}
+	return found[0], found[1], ok
+}
+
+// crossInterface sends a keyed send through a, and its identical retry through b.
+func (c *client) crossInterface(ctx context.Context, a, b Interface) Result {
+	s := &session{c: c, iface: a}
+	snd := s.newSend("cross-interface")
+	first, stop := s.firstSend(ctx, snd)
+	if stop != nil {
+		return *stop
+	}
+	snd.iface = b
+	answers := s.untilProduced(ctx, snd, s.triesFor())
+	retry := answers[len(answers)-1]
+	switch {
+	case retry.err != nil:
+		return notChecked(retry, "the retry got no answer")
+	case !produced(retry):
+		return fail(fmt.Sprintf("the retry through %s of a send answered through %s with %s got %s", b.Binding, a.Binding, product(first), retry.describe()), first.ex, retry.ex)
+	case !sameProduct(first, retry):
+		return fail(fmt.Sprintf("the retry through %s got %s, the first attempt through %s %s: the send ran twice (the key's scope is its tenant, whatever the interface)",
+			b.Binding, product(retry), a.Binding, product(first)), first.ex, retry.ex)
+	}
+	return pass(fmt.Sprintf("the retry through %s got %s, which the first attempt through %s made", b.Binding, product(retry), a.Binding))
+}
+
+// tenantScope sends a key through a, and the same key with another message through
+// b, of another tenant: both run.
+func (c *client) tenantScope(ctx context.Context, a, b Interface) Result {
+	s := &session{c: c, iface: a}
+	snd := s.newSend("tenant-scope")
+	first, stop := s.firstSend(ctx, snd)
+	if stop != nil {
+		return *stop
+	}
+	other := (&session{c: c, iface: b}).newSend("tenant-scope other")
+	other.key = snd.key
+	second := s.do(ctx, other, nil)
+	switch {
+	case second.err != nil:
+		return notChecked(second, "the send on the other tenant got no answer")
+	case second.kind == kindError && strings.Contains(strings.ToLower(second.message), "already held"):
+		return fail(fmt.Sprintf("the key of %s on tenant %q is \"already held\" on tenant %q: keys are shared across tenants, so one tenant can block, or probe, another's keys",
+			product(first), a.Tenant, b.Tenant), first.ex, second.ex)
+	case !produced(second):
+		return fail("a keyed send on the other tenant got "+second.describe()+", want a task or a Message", first.ex, second.ex)
+	case sameProduct(first, second):
+		return fail(fmt.Sprintf("another message with the same key on tenant %q got %s, made for tenant %q", b.Tenant, product(second), a.Tenant), first.ex, second.ex)
+	}
+	return pass(fmt.Sprintf("the same key ran on tenant %q (%s) and on tenant %q (%s)", a.Tenant, product(first), b.Tenant, product(second)))
+}

@@ -1,0 +1,301 @@
+package servercheck_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/memstore"
+	"github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/servercheck"
+)
+
+// check runs the checker against url and logs the report.
+func check(t *testing.T, url string, opts servercheck.Options) *servercheck.Report {
+	t.Helper()
+	rep, err := servercheck.Run(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report:\n%s", rep)
+	return rep
+}
+
+// runCounter counts the agent's runs by message text.
+type runCounter struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (c *runCounter) onRun(_ context.Context, ec *a2asrv.ExecutorContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil {
+		c.runs = map[string]int{}
+	}
+	if ec.Message != nil && len(ec.Message.Parts) > 0 {
+		c.runs[ec.Message.Parts[0].Text()]++
+	}
+}
+
+// checkRuns fails t unless every keyed message the checker sent ran at most once,
+// and the first attempt whose answer the checker lost ran exactly once (its retries
+// were answered from it, not run anew). Unkeyed sends and sends keyed by the header
+// alone (which the kit does not honour yet) may run twice.
+func (c *runCounter) checkRuns(t *testing.T, interfaces int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lost := 0
+	for text, n := range c.runs {
+		if strings.Contains(text, "(unkeyed") || strings.Contains(text, "(header-carrier") {
+			continue
+		}
+		if n > 1 {
+			t.Errorf("the agent ran %d times for %q, a keyed message", n, text)
+		}
+		if strings.Contains(text, "(lost-answer") {
+			lost += n
+		}
+	}
+	if lost != interfaces {
+		t.Errorf("the agent ran %d times for the messages whose first answer was lost, want once on each of %d interfaces", lost, interfaces)
+	}
+}
+
+// results returns the statuses of rep by check ID (the worst over interfaces).
+func statuses(rep *servercheck.Report) map[string]servercheck.Status {
+	out := map[string]servercheck.Status{}
+	for _, r := range rep.Results {
+		if out[r.ID] != servercheck.Fail {
+			out[r.ID] = r.Status
+		}
+	}
+	return out
+}
+
+// TestKitPasses: the kit (the middleware over memstore, the a2a-go adapter) in front
+// of a real a2a-go server passes every check it claims, on JSON-RPC and HTTP+JSON,
+// and the agent's own run counts agree with what the checker inferred.
+func TestKitPasses(t *testing.T) {
+	var runs runCounter
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{Delay: 300 * time.Millisecond, OnRun: runs.onRun}})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
+	if !rep.OK() {
+		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
+	}
+	st := statuses(rep)
+	for _, id := range []string{"card", "malformed-keys", "cut-request", "replay", "key-reuse", "lost-answer",
+		"concurrent", "stream-retry", "retry-during-run", "unkeyed", "extensions-header", "jsonrpc-id", "cross-interface", "context-id"} {
+		if st[id] != servercheck.Pass {
+			t.Errorf("check %s: %s, want pass", id, st[id])
+		}
+	}
+	if st["message-replay"] != servercheck.NotApplicable {
+		t.Errorf("message-replay against an agent that answers with tasks: %s, want n/a", st["message-replay"])
+	}
+	if r, _ := rep.Result("stream-retry", "JSONRPC"); !strings.Contains(r.Detail, "followed the live task") {
+		t.Errorf("stream-retry against an agent working 300ms did not see the live task: %s", r.Detail)
+	}
+	if rep.Requests > 150 {
+		t.Errorf("the run sent %d requests for two interfaces, want at most 150", rep.Requests)
+	}
+	srv.Close() // the agent's runs are all counted
+	runs.checkRuns(t, 2)
+}
+
+// TestKitMessageReplies: against an agent that answers with Messages, the retries
+// get the same Message.
+func TestKitMessageReplies(t *testing.T) {
+	var runs runCounter
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: runs.onRun}})
+	rep := check(t, srv.URL, servercheck.Options{Text: "reply please"})
+	if !rep.OK() {
+		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
+	}
+	st := statuses(rep)
+	for _, id := range []string{"message-replay", "lost-answer", "concurrent", "stream-retry", "retry-during-run"} {
+		if st[id] != servercheck.Pass {
+			t.Errorf("check %s: %s, want pass", id, st[id])
+		}
+	}
+	runs.checkRuns(t, 2)
+}
+
+// TestBareA2AGoNotAdvertised: a2a-go alone does not list the extension; the checker
+// says so, checks nothing and sends nothing but the card request.
+func TestBareA2AGoNotAdvertised(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{})
+	rep := check(t, srv.URL, servercheck.Options{})
+	if rep.Verdict != "not advertised" || rep.Advertised || rep.OK() {
+		t.Errorf("verdict %q advertised %v, want not advertised", rep.Verdict, rep.Advertised)
+	}
+	if len(rep.Results) != 1 || rep.Requests != 1 {
+		t.Errorf("%d results, %d requests; want the card's alone", len(rep.Results), rep.Requests)
+	}
+	if srv.Runs() != 0 {
+		t.Errorf("the agent ran %d times", srv.Runs())
+	}
+}
+
+// TestAdvertisedWithoutDeduplicationFails: a server whose card lists the extension,
+// with nothing in front of it, fails every check of a key's behaviour, each with the
+// exchange that showed it.
+func TestAdvertisedWithoutDeduplicationFails(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Agent: &testkit.Agent{Delay: 200 * time.Millisecond},
+		Extensions: []a2a.AgentExtension{{URI: idempotency.ExtensionURI}}})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 200 * time.Millisecond})
+	if rep.OK() || rep.Verdict != "fail" {
+		t.Fatalf("verdict %s, want fail", rep.Verdict)
+	}
+	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+		for _, id := range []string{"malformed-keys", "replay", "key-reuse", "lost-answer", "concurrent",
+			"stream-retry", "retry-during-run", "context-id", "extensions-header"} {
+			r, ok := rep.Result(id, iface)
+			if !ok || r.Status != servercheck.Fail {
+				t.Errorf("%s on %s: %s (%s), want fail", id, iface, r.Status, r.Detail)
+				continue
+			}
+			if len(r.Exchanges) == 0 || r.Exchanges[0].Request == "" || r.Exchanges[0].Response == "" {
+				t.Errorf("%s on %s failed without the exchange that showed it", id, iface)
+			}
+		}
+		if r, _ := rep.Result("unkeyed", iface); r.Status != servercheck.Pass {
+			t.Errorf("unkeyed on %s: %s, want pass", iface, r.Status)
+		}
+	}
+	if r, _ := rep.Result("cross-interface", ""); r.Status != servercheck.Fail {
+		t.Errorf("cross-interface: %s (%s), want fail", r.Status, r.Detail)
+	}
+	if text := rep.String(); !strings.Contains(text, "VERDICT: FAIL") || !strings.Contains(text, "First failure: malformed-keys") {
+		t.Errorf("the text report lacks the verdict or the first failure:\n%s", text)
+	}
+}
+
+// keyPattern finds the key in a send's body (the checker's bodies are compact JSON).
+var keyPattern = regexp.MustCompile(`"` + regexp.QuoteMeta(idempotency.MetadataKey) + `":"([^"]+)"`)
+
+// freshKeyOnStreamingRetry is a server's flaw: it gives a streaming send whose key
+// it has seen on a streaming send before a fresh key, so the kit behind it answers
+// the streaming retry with a new task.
+func freshKeyOnStreamingRetry(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			streaming := bytes.Contains(body, []byte(`"SendStreamingMessage"`)) || strings.HasSuffix(r.URL.Path, "message:stream")
+			if m := keyPattern.FindSubmatch(body); streaming && m != nil && idempotency.ValidateKey(string(m[1])) == nil {
+				mu.Lock()
+				again := seen[string(m[1])]
+				seen[string(m[1])] = true
+				mu.Unlock()
+				if again {
+					body = bytes.ReplaceAll(body, m[1], []byte(idempotency.NewKey()))
+				}
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestStreamingRetryOfAnotherTaskFails: a server that deduplicates unary sends but
+// answers a streaming retry with another task fails stream-retry, and only that.
+func TestStreamingRetryOfAnotherTaskFails(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
+		Agent: &testkit.Agent{Delay: 200 * time.Millisecond}, Wrap: freshKeyOnStreamingRetry})
+	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 200 * time.Millisecond})
+	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+		r, _ := rep.Result("stream-retry", iface)
+		if r.Status != servercheck.Fail || !strings.Contains(r.Detail, "did not attach") {
+			t.Errorf("stream-retry on %s: %s (%s), want fail: the retry did not attach", iface, r.Status, r.Detail)
+		}
+		if len(r.Exchanges) != 2 {
+			t.Errorf("stream-retry on %s failed with %d exchanges, want the first attempt's and the retry's", iface, len(r.Exchanges))
+		}
+	}
+	if failed := rep.Failed(); len(failed) != 2 {
+		t.Errorf("%d checks failed, want stream-retry on each interface alone: %+v", len(failed), failed)
+	}
+}
+
+// The run stays within its request budget and its time: a run cut short by either
+// is incomplete, never a pass.
+func TestBounded(t *testing.T) {
+	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{})})
+	rep := check(t, srv.URL, servercheck.Options{MaxRequests: 12})
+	if rep.Requests > 12 || rep.Verdict != "incomplete" || rep.OK() {
+		t.Errorf("budget 12: %d requests, verdict %s; want at most 12 and incomplete", rep.Requests, rep.Verdict)
+	}
+
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	stuck := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Agent: &testkit.Agent{Hold: hold}})
+	start := time.Now()
+	rep = check(t, stuck.URL, servercheck.Options{Timeout: 2 * time.Second})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a run with a 2s timeout against an agent that never answers took %v", took)
+	}
+	if rep.OK() {
+		t.Errorf("verdict %s against an agent that never answers, want incomplete or fail", rep.Verdict)
+	}
+}
+
+// withTenantCard serves a card that lists the server's tenant HTTP+JSON routes too,
+// for tenant acme, in place of the server's own.
+func withTenantCard(base *string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/.well-known/agent-card.json" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
+				`{"url":"`+*base+`/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
+				`{"url":"`+*base+`/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],`+
+				`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
+		})
+	}
+}
+
+// Keys live in their tenant's scope: a server that shares them across tenants fails
+// tenant-scope; the kit's default scope passes it.
+func TestTenantScope(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		scope func(*http.Request, string) (string, error)
+		want  servercheck.Status
+	}{
+		{"by tenant", middleware.TenantPathScope(testkit.TenantRESTPath), servercheck.Pass},
+		{"shared", func(*http.Request, string) (string, error) { return "everyone", nil }, servercheck.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var base string
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: withTenantCard(&base),
+				Middleware: middleware.Options{Scope: tc.scope}})
+			base = srv.URL
+			rep := check(t, srv.URL, servercheck.Options{Only: []string{"tenant-scope", "cross-interface"}})
+			if r, _ := rep.Result("tenant-scope", ""); r.Status != tc.want {
+				t.Errorf("tenant-scope: %s (%s), want %s", r.Status, r.Detail, tc.want)
+			}
+			if _, ok := rep.Result("cross-interface", ""); ok {
+				t.Errorf("cross-interface ran, but no two interfaces share a tenant")
+			}
+		})
+	}
+}
