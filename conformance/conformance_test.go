@@ -58,11 +58,16 @@ func (c refConfig) harness(t *testing.T) Harness {
 		ix = x
 	}
 	if frontBugs[c.bug] {
-		ix = front{ix: ix, bug: c.bug}
+		ix = newFront(ix, c.bug)
 	}
 	h.Index = ix
 	if c.handles {
-		h.OpenHandle = func() (idempotency.KeyIndex, error) { return handle{ix}, nil }
+		h.OpenHandle = func() (idempotency.KeyIndex, error) {
+			if f, ok := ix.(front); ok {
+				return handle{newFront(f.ix, f.bug)}, nil // a process of its own, on the same storage
+			}
+			return handle{ix}, nil
+		}
 	}
 	if c.tasks {
 		tasks := newTaskStore()

@@ -66,6 +66,10 @@
 //   - ReleaseNotHeld: releasing a key not held returns nil.
 //   - ReleasedTokenRefused: a released claim's token no longer binds nor releases.
 //   - TokensUnique: tokens are unique across keys and across claims of one key.
+//   - TakeoverTokensUnique: a takeover's token is drawn like a new claim's: over claims,
+//     takeovers, releases and claims again, no token is issued twice, and old ones are fenced out.
+//   - StaleTokensAfterLeaseEnd: once a lease ended, nobody having taken over, only the owner's
+//     token binds, releases or extends; a released claim's token, a neighbour's, the owner's ± 1 do not.
 //   - BindWrongToken: only the owner binds; others get ErrNotOwner.
 //   - BindIdempotent: binding the same value again succeeds.
 //   - BindConflict: binding another value gets ErrAlreadyBound.
@@ -76,6 +80,8 @@
 //   - RecordsNotAliased: a Claim's Record is the caller's too, and no two Records share a Reply.
 //   - ReplyVerbatim: replies come back byte for byte: whitespace, key order, escapes, 70 KB.
 //   - EmptyReplyBesideTask: a task id with an empty reply binds the task alone, which may gain a reply.
+//   - RebindEveryPart: every Binding offered to a key bound to a task, a reply or both is judged
+//     part by part and byte for byte: only what is bound passes, only a task id gains a reply.
 //
 // Leases (on the controllable clock when offered, else on the real clock):
 //
@@ -89,6 +95,25 @@
 //   - TakeoverLease: a takeover's lease is its own Claim's, from the takeover, and LeaseExpiresAt says so.
 //   - LeaseBoundary: the lease ends at exactly claim time plus lease (needs Harness.Advance).
 //   - LeaseSubSecond: a lease of 400ms is not cut to whole seconds (needs Harness.Advance).
+//
+// Lease extension ([idempotency.KeyIndex.Extend]):
+//
+//   - ExtendOnlyOwner: only the owner's token extends; others get ErrNotOwner and change no lease.
+//   - ExtendOnlyPending: a bound key, a key never claimed, and (with the TTL) a key past its TTL
+//     are not extended, nor created nor revived.
+//   - ExtendFencedOut: after a takeover (across handles), a release or a bind, the old token
+//     no longer extends.
+//   - ExtendAfterLeaseEnd: once the lease ended, nobody having taken over, the owner cannot
+//     extend it either, and a retry takes it over.
+//   - ExtendFromNow: the extended lease runs from now, not from the claim nor from the lease's
+//     end, may be shorter than before, and LeaseExpiresAt reports it.
+//   - ExtendBoundary: the extended lease ends at exactly the extension plus its lease, where
+//     Extend is refused and a retry takes over; 400ms is not cut to whole seconds (needs
+//     Harness.Advance).
+//   - ExtendKeepsClaim: Extend changes nothing else: claim time, TTL, token, the scope's count;
+//     it works in a full scope.
+//   - ExtendRacingTakeover: an Extend and retries racing at the lease's end, over many claims and
+//     two handles: the extension or a takeover wins, never both.
 //
 // Time to live (needs Harness.Advance and Harness.TTL):
 //
@@ -111,8 +136,12 @@
 //   - BindRacingTakeover: an old owner's late Bind and a takeover never both win.
 //   - ReleaseRacingTakeover: an old owner's late Release never deletes the new owner's claim.
 //   - LookupsSeeWholeBindings: Lookups racing a Bind see it whole or not at all.
+//   - HandlesSeeEachOther: a second handle that read a key sees at once what the first did since:
+//     bind, a reply added, release, another message's claim, takeover, extension, expiry (needs
+//     Harness.OpenHandle).
 //   - CapacityConcurrent: concurrent claims of distinct keys fill a scope to exactly its bound.
-//   - SweepRacingClaims: a sweep never deletes the fresh claims made while it runs (needs the TTL).
+//   - SweepRacingClaims: a sweep in small batches never deletes the fresh claims made while it
+//     runs, across both handles (needs the TTL).
 //
 // Identity:
 //
@@ -124,17 +153,21 @@
 //   - MessageIDIdentity: message ids of up to idempotency.MaxMessageIDLength (4096)
 //     bytes are compared whole, byte for byte.
 //   - ManyKeys: a thousand random keys are a thousand claims (no short hash stands for a key).
+//   - HashCollisions: pairs of keys that collide under CRC-32 (three polynomials), Java's hashCode
+//     and djb2 however scope and key are joined, and under FNV-1 and FNV-1a (32-bit) after a dozen
+//     separators, are distinct claims.
 //   - KeySurvivesTaskDeletion: deleting a task keeps its key (needs Harness.CreateTask and
 //     Harness.DeleteTask; without them, BoundKeyNeverTakenOver and TTLExpiresKey still show
 //     that a bound key is not forgotten within its TTL).
 //
 // Contexts and input:
 //
-//   - CancelledClaim, CancelledTakeover, CancelledBind, CancelledRelease, CancelledLookup: a
-//     done context (cancelled, or past its deadline) gets an error wrapping ctx.Err(), whatever
+//   - CancelledClaim, CancelledTakeover, CancelledBind, CancelledRelease, CancelledLookup,
+//     CancelledExtend: a done context (cancelled, or past its deadline) gets an error wrapping ctx.Err(), whatever
 //     the key's state, and changes nothing.
 //   - InvalidKey, InvalidMessageID, InvalidLease, InvalidToken, InvalidBinding: bad input gets
-//     ErrInvalidArgument and changes nothing.
+//     ErrInvalidArgument and changes nothing (Extend's too); the zero token is refused before the
+//     key is looked up, on keys not held as on keys held.
 //   - InvalidOnHeldKey: the same on keys already held, pending or bound.
 //
 // Optional interfaces:
@@ -143,9 +176,12 @@
 //   - CapacityCountsClaims: [idempotency.CapacityReporter] counts a scope's keys, the empty scope's too.
 //   - CapacityFull: a full scope refuses new keys with ErrFull, evicts nothing and still
 //     answers retries and other messages (needs a bound of at most 10,000 keys per scope; an
-//     index that reports no bound must take 1,000 keys in one scope).
+//     index that reports no bound must take 1,000 keys in one scope, and as many more as it
+//     claims within a second, up to 131,072).
 //   - CapacityIgnoresExpired: expired keys do not keep a scope full (needs the TTL).
 //   - CapacityFullAbandoned: abandoned claims keep a scope full, and are taken over in it.
+//   - CapacityReclaimExpired: a key claimed again past its TTL takes back its own place: the
+//     scope counts its bound, and a release makes room for exactly one key (needs the TTL).
 //   - SweepDeletesOldKeys: [idempotency.Sweeper] deletes old keys, keeps young ones, reports.
 //   - SweepKeepsPendingInLease: it never deletes a pending claim whose lease runs.
 //   - SweepKeepsYoungKeys: it never deletes a young key, even an abandoned claim.
@@ -153,6 +189,8 @@
 //   - SweepBatches: it honours BatchSize and MaxBatches, reports Complete and exact totals.
 //   - SweepCancelled: with a cancelled context it returns the context's error.
 //   - SweepCancelledMidway: a context that ends between batches gets the report so far.
+//   - SweepCancelledBetweenBatches: a context that ends right after the sweep first looks at it
+//     stops the sweep within a batch: the context is checked between every two batches.
 //
 // # What is proven
 //
@@ -180,15 +218,18 @@
 //   - Reclaim: a key claimed while absent (released, expired) is a new claim, with its own
 //     claim time and TTL. ReclaimAfterRelease, TTLRetrySameMessage.
 //   - Full: a full scope refuses a new key with ErrFull and evicts no pending claim, abandoned
-//     or not; a key already held is answered as anywhere. CapacityFull, CapacityFullAbandoned,
-//     CapacityConcurrent, CapacityIgnoresExpired.
+//     or not; a key already held is answered as anywhere; an expired key claimed again keeps
+//     one place. CapacityFull, CapacityFullAbandoned, CapacityConcurrent, CapacityIgnoresExpired,
+//     CapacityReclaimExpired.
 //   - Bind-Owner: only the current owner binds; another token, or a key not held, gets
-//     ErrNotOwner, the token checked first. BindWrongToken, BindNotHeld, ReleasedTokenRefused,
-//     BindAfterTTL, LeaseTakeover.
+//     ErrNotOwner, the token checked first, also once the lease ended and nobody took over.
+//     BindWrongToken, BindNotHeld, ReleasedTokenRefused, BindAfterTTL, LeaseTakeover,
+//     StaleTokensAfterLeaseEnd.
 //   - Bind-Idempotent: binding what is bound, or a part of it, succeeds and changes nothing.
 //     BindIdempotent, BindTaskThenReply, ConcurrentBinds.
-//   - Bind-Change: a task id may gain a reply; any other change gets ErrAlreadyBound.
-//     BindConflict, BindTaskThenReply, ConcurrentBinds, EmptyReplyBesideTask.
+//   - Bind-Change: a task id may gain a reply; any other change gets ErrAlreadyBound, judged
+//     byte for byte. BindConflict, BindTaskThenReply, ConcurrentBinds, EmptyReplyBesideTask,
+//     RebindEveryPart.
 //   - Bound-Kept: a bound key (to a task, or a reply alone) is no longer pending: never
 //     released, never taken over. ReleaseBoundIsNoop, BoundKeyNeverTakenOver.
 //   - Release-Frees: Release by the owner frees a pending claim. ReleaseFreesPending,
@@ -198,16 +239,18 @@
 //     ReleaseWrongToken, ReleasedTokenRefused, LeaseTakeover.
 //   - Lookup: Lookup reports what is known now, and changes nothing. LookupAbsent,
 //     LookupRecord, LookupReadOnly, LookupsSeeWholeBindings.
-//   - Token-Unique: tokens are unique per index, never zero. TokensUnique, ReleasedTokenRefused.
+//   - Token-Unique: tokens are unique per index, never zero, a takeover's as a new claim's.
+//     TokensUnique, ReleasedTokenRefused, TakeoverTokensUnique.
 //   - Scope: a scope partitions keys. ScopeIsolation, ScopeKeyNoCollision, ScopeIdentity.
 //   - Identity: keys, scopes and message ids are compared byte for byte, whole, however
-//     many. KeyLengths, KeyCase, MessageIDIdentity, ScopeIdentity, ManyKeys.
+//     many, and never by a short hash alone. KeyLengths, KeyCase, MessageIDIdentity,
+//     ScopeIdentity, ManyKeys, HashCollisions.
 //   - Invalid: bad input gets ErrInvalidArgument, whatever the key's state, and changes
-//     nothing. InvalidKey, InvalidMessageID, InvalidLease, InvalidToken, InvalidBinding,
-//     InvalidOnHeldKey.
+//     nothing, bad input judged before the key is looked up. InvalidKey, InvalidMessageID,
+//     InvalidLease, InvalidToken, InvalidBinding, InvalidOnHeldKey.
 //   - Context: a done ctx gets an error wrapping ctx.Err(), whatever the key's state, and
 //     nothing takes effect. CancelledClaim, CancelledTakeover, CancelledBind,
-//     CancelledRelease, CancelledLookup.
+//     CancelledRelease, CancelledLookup, CancelledExtend.
 //   - TTL: a key lives for the TTL from its first claim; replays and takeovers do not extend
 //     it; past it the key is absent. TTLExpiresKey, TTLNotExtendedByReplay, TTLBoundary,
 //     TTLNotExtendedByTakeover, BindAfterTTL.
@@ -217,12 +260,28 @@
 //   - Aliasing: no returned Record shares memory with the index, the caller's Reply or
 //     another Record. ReplyNotAliased, RecordsNotAliased.
 //   - Sweep-Age: a sweep deletes keys older than the policy's age and no younger one.
-//     SweepDeletesOldKeys, SweepPolicyAge, SweepKeepsYoungKeys, SweepRacingClaims.
+//     SweepDeletesOldKeys, SweepPolicyAge, SweepKeepsYoungKeys, SweepRacingClaims (a key
+//     claimed afresh while the sweep runs is young).
 //   - Sweep-Lease: a sweep never deletes a pending claim whose lease runs.
 //     SweepKeepsPendingInLease.
 //   - Sweep-Report: a sweep honours its batches and reports exactly what it did; a done ctx
-//     gets the report so far and ctx's error. SweepBatches, SweepCancelled, SweepCancelledMidway.
-//   - Capacity: Capacity counts a scope's keys, the empty scope's too. CapacityCountsClaims.
+//     gets the report so far and ctx's error, ctx checked between every two batches.
+//     SweepBatches, SweepCancelled, SweepCancelledMidway, SweepCancelledBetweenBatches.
+//   - Capacity: Capacity counts a scope's keys, the empty scope's too, and reports no bound
+//     only when none is enforced. CapacityCountsClaims, CapacityFull.
+//   - Handles: what one handle does, another on the same storage sees at once, as another
+//     process would. HandlesSeeEachOther, ExactlyOneWinnerTwoHandles, TakeoverFencedAcrossHandles.
+//   - Extend-Owner: only the owner's token extends a claim; another gets ErrNotOwner and
+//     changes nothing. ExtendOnlyOwner, ExtendFencedOut.
+//   - Extend-Pending: only a pending claim whose lease runs is extended: absent, expired, bound
+//     or ended (now at or past LeaseExpiresAt, taken over or not) gets ErrNotOwner, and
+//     nothing is revived. ExtendOnlyPending, ExtendAfterLeaseEnd, ExtendBoundary.
+//   - Extend-Fenced: after a takeover, a release or a bind, the old token never extends.
+//     ExtendFencedOut.
+//   - Extend-Now: the lease then ends at exactly now plus lease, later or earlier than before.
+//     ExtendFromNow, ExtendBoundary.
+//   - Extend-Else: Extend changes no claim time, TTL, token or count. ExtendKeepsClaim.
+//   - Extend-Race: an Extend and a takeover racing: one wins, never both. ExtendRacingTakeover.
 //
 // Concurrency checks start many goroutines released together; some races show only
 // now and then, so run the suite under the race detector and more than once

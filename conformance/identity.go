@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"hash/crc32"
 	"strings"
 
 	"github.com/a2akit/idempotency"
@@ -189,19 +190,115 @@ func checkManyKeys(e *env) error {
 		_, err := e.claimsDistinctLookup(fmt.Sprintf("%d random keys in %d scopes", manyKeys, manyScopes), ids, false)
 		return idempotency.Claim{}, err
 	})
-	if err != nil {
-		return err
-	}
-	for _, o := range out {
-		if o.err != nil {
-			return o.err
-		}
-	}
-	return nil
+	return firstErr(out, err)
 }
 
 // distinct is claimsDistinct for checks that need no token.
 func (e *env) distinct(what string, ids [][2]string) error {
 	_, err := e.claimsDistinct(what, ids)
 	return err
+}
+
+// A shortHash is a 32-bit hash an index might identify keys by, and pairs of
+// eight-character strings it confuses.
+type shortHash struct {
+	name string
+	sum  func([]byte) uint32
+	// pairs collide, for a CRC, in any two strings that are alike but for them (CRCs
+	// are affine over GF(2)), wherever they stand; for FNV, at the start of two
+	// strings alike but for them, after the prefix pairs is keyed by.
+	pairs map[string][2]string
+}
+
+// The CRC-32s are the table's three polynomials; the FNV pairs are keyed by what may
+// stand before the key: nothing (the key first, or alone), or a separator after the
+// empty scope. The pairs were found by the birthday bound over random strings of the
+// key alphabet (TestHashCollisionsCollide shows that they collide).
+var shortHashes = []shortHash{
+	{"CRC-32 (IEEE)", crc32.ChecksumIEEE, map[string][2]string{"": {"4LBd4PQa", "1GFmG2jG"}}},
+	{"CRC-32C (Castagnoli)", crcOf(crc32.Castagnoli), map[string][2]string{"": {"FFJoCgHD", "dYnEWSWj"}}},
+	{"CRC-32K (Koopman)", crcOf(crc32.Koopman), map[string][2]string{"": {"p1fMuyJP", "6WOPlfQG"}}},
+	{"FNV-1a (32-bit)", fnv1a32, map[string][2]string{
+		"": {"34Z6LMe6", "kV4F8Ftj"}, ":": {"8HDSqJur", "RU7rwa76"}, "::": {"s41uU1bn", "oniM3h3d"},
+		"\x00": {"CZCNTrAi", "0T3880Mn"}, "/": {"aJMkWZX1", "Xb3aeBtX"}, "|": {"qSCnS4VH", "5VNLpAgW"},
+		"-": {"2uCNZBqE", "h91w03HX"}, "_": {"k2nLeCXR", "yQGb1760"}, ".": {"hHDRZEe4", "wRGJCl8k"},
+		" ": {"Th97y5ch", "nJ6GYa2z"}, "#": {"q11lYcIO", "SlRmHwwe"}, "\x1f": {"RRgkvNug", "TBsVfTYN"},
+	}},
+	{"FNV-1 (32-bit)", fnv132, map[string][2]string{
+		"": {"G56Lt02k", "EGUy1skL"}, ":": {"xdT7Nl2F", "Y6PgV7Db"}, "::": {"kHvtifkZ", "hla1HmJH"},
+		"\x00": {"UCiJWICE", "yPS1BR4V"}, "/": {"Z0Y95zPm", "DoNFBwPF"}, "|": {"Qcj5IdRl", "82oFtHlw"},
+		"-": {"WIF1GKZg", "TPxVb5IJ"}, "_": {"xfI7U7bR", "AfHGeu1y"}, ".": {"MCiMYDoc", "cc3PcYGA"},
+		" ": {"TCpjjmsv", "aDkh43TD"}, "#": {"QkAPVY6i", "0puEUZR6"}, "\x1f": {"WvCwUMvO", "Fjdi9Oz9"},
+	}},
+	// Polynomial string hashes (h = h*31 + c, Java's hashCode; h = h*33 + c, djb2) are
+	// linear too: "Aa" and "BB" weigh the same under 31, "B0" and "AQ" under 33.
+	{"Java's String.hashCode", polyHash(31), map[string][2]string{"": {"AaAaAaAa", "BBBBBBBB"}}},
+	{"djb2", polyHash(33), map[string][2]string{"": {"B0B0B0B0", "AQAQAQAQ"}}},
+}
+
+func crcOf(poly uint32) func([]byte) uint32 {
+	t := crc32.MakeTable(poly)
+	return func(b []byte) uint32 { return crc32.Checksum(b, t) }
+}
+
+func fnv1a32(b []byte) uint32 {
+	h := uint32(fnvBasis)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * fnvPrime
+	}
+	return h
+}
+
+func fnv132(b []byte) uint32 {
+	h := uint32(fnvBasis)
+	for _, c := range b {
+		h = h*fnvPrime ^ uint32(c)
+	}
+	return h
+}
+
+// The parameters of 32-bit FNV.
+const (
+	fnvBasis = 2166136261
+	fnvPrime = 16777619
+)
+
+func polyHash(m uint32) func([]byte) uint32 {
+	return func(b []byte) uint32 {
+		var h uint32
+		for _, c := range b {
+			h = h*m + uint32(c)
+		}
+		return h
+	}
+}
+
+// hashCollisions returns pairs of keys of the empty scope that a 32-bit hash of
+// (scope, key) takes for one, whichever of shortHashes it is and however the index
+// joins scope and key: each pair is two random keys alike but for the start, which is
+// a colliding pair of the hash.
+func (e *env) hashCollisions() [][2]string {
+	var pairs [][2]string
+	for _, h := range shortHashes {
+		for _, p := range h.pairs {
+			rest := "-" + e.key()[:20]
+			pairs = append(pairs, [2]string{p[0] + rest, p[1] + rest})
+		}
+	}
+	return pairs
+}
+
+// checkHashCollisions: keys that a 32-bit hash of (scope, key) confuses are distinct
+// claims: pairs that collide under CRC-32 (IEEE, Castagnoli, Koopman), Java's
+// hashCode and djb2 however scope and key are joined, and under FNV-1 and FNV-1a with
+// the key first, alone, or after the empty scope and any of a dozen separators. An
+// index that keys its storage by such a hash alone, never comparing the identity
+// itself, merges a pair: a retry of one send is then answered with another's result.
+// (ManyKeys catches shorter hashes by the birthday bound.)
+func checkHashCollisions(e *env) error {
+	var ids [][2]string
+	for _, p := range e.hashCollisions() {
+		ids = append(ids, [2]string{"", p[0]}, [2]string{"", p[1]})
+	}
+	return e.distinct("pairs of keys whose 32-bit hashes collide", ids)
 }

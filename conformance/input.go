@@ -1,8 +1,6 @@
 package conformance
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -78,157 +76,6 @@ func checkKeySurvivesTaskDeletion(e *env) error {
 	return e.wantOther("", key, msgB)
 }
 
-// doneContexts returns a cancelled context and one whose deadline has passed.
-func (e *env) doneContexts() map[string]context.Context {
-	cancelled, cancel := context.WithCancel(e.ctx)
-	cancel()
-	expired, cancel := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
-	cancel()
-	return map[string]context.Context{"a cancelled context": cancelled, "a context past its deadline": expired}
-}
-
-// wantCtxErr wants err to wrap ctx.Err(), ctx being done; what names the call.
-func wantCtxErr(what string, ctx context.Context, err error) error {
-	if err == nil || !errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("%s = %v; want an error wrapping ctx.Err() (%v), so that callers can tell a gone client "+
-			"from a failing store (wrap with %%w, not %%v, and check ctx before answering from any state)", what, err, ctx.Err())
-	}
-	return nil
-}
-
-// checkCancelledClaim: a Claim whose context is already done returns an error
-// wrapping ctx.Err() and consumes nothing, whatever the key's state: a free key stays
-// absent and another message can claim it; a pending or bound key is unchanged.
-func checkCancelledClaim(e *env) error {
-	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		c, err := e.ix.Claim(ctx, "", key, msgA, longLease)
-		if err := wantCtxErr(fmt.Sprintf("Claim of a free key with %s (result %s)", name, describe(c)), ctx, err); err != nil {
-			return err
-		}
-		if err := e.wantAbsent("", key); err != nil {
-			return fmt.Errorf("after a Claim with %s: %w", name, err)
-		}
-		if _, err := e.own("", key, msgB, longLease); err != nil {
-			return fmt.Errorf("after a Claim with %s: %w", name, err)
-		}
-		for _, msg := range []string{msgA, msgB} {
-			c, err := e.ix.Claim(ctx, "", key, msg, longLease)
-			if err := wantCtxErr(fmt.Sprintf("Claim of a pending key by %q with %s (result %s)", msg, name, describe(c)), ctx, err); err != nil {
-				return err
-			}
-		}
-		bound := e.key()
-		if _, err := e.ownBound("", bound, msgA, boundA); err != nil {
-			return err
-		}
-		c, err = e.ix.Claim(ctx, "", bound, msgA, longLease)
-		if err := wantCtxErr(fmt.Sprintf("Claim of a bound key by its message with %s (result %s)", name, describe(c)), ctx, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkCancelledTakeover: a Claim with a done context takes nothing over: the claim
-// whose lease ended stays with its owner, who can still bind it.
-func checkCancelledTakeover(e *env) error {
-	keys, toks, err := e.abandon("", 1)
-	if err != nil {
-		return err
-	}
-	key, tok := keys[0], toks[0]
-	for name, ctx := range e.doneContexts() {
-		c, err := e.ix.Claim(ctx, "", key, msgA, longLease)
-		if err := wantCtxErr(fmt.Sprintf("Claim of an abandoned claim (a takeover) with %s (result %s)", name, describe(c)), ctx, err); err != nil {
-			return err
-		}
-	}
-	if err := e.bind("", key, tok, boundA); err != nil {
-		return fmt.Errorf("by the owner, after takeovers with a done context: %w", err)
-	}
-	_, err = e.wantSame("", key, msgA, boundA)
-	return err
-}
-
-// checkCancelledBind: a Bind whose context is done returns an error wrapping
-// ctx.Err() and binds nothing, whether the key is pending or already bound to the same
-// value; the owner can bind afterwards.
-func checkCancelledBind(e *env) error {
-	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
-		if err != nil {
-			return err
-		}
-		err = e.ix.Bind(ctx, "", key, tok, boundA)
-		if err := wantCtxErr("Bind of a pending key with "+name, ctx, err); err != nil {
-			return err
-		}
-		if _, err := e.wantHeld("", key, msgA, pending); err != nil {
-			return fmt.Errorf("after a Bind with %s: %w", name, err)
-		}
-		if err := e.bind("", key, tok, boundB); err != nil {
-			return fmt.Errorf("after a Bind with %s: %w", name, err)
-		}
-		err = e.ix.Bind(ctx, "", key, tok, boundB)
-		if err := wantCtxErr("Bind of a key bound to the same task with "+name, ctx, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkCancelledRelease: a Release whose context is done returns an error wrapping
-// ctx.Err() and frees nothing, whether the key is pending, bound or not held; the
-// owner still holds the claim.
-func checkCancelledRelease(e *env) error {
-	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
-		if err != nil {
-			return err
-		}
-		err = e.ix.Release(ctx, "", key, tok)
-		if err := wantCtxErr("Release of a pending key with "+name, ctx, err); err != nil {
-			return err
-		}
-		if err := e.wantOther("", key, msgB); err != nil {
-			return fmt.Errorf("after a Release with %s: %w", name, err)
-		}
-		if err := e.bind("", key, tok, boundA); err != nil {
-			return fmt.Errorf("after a Release with %s: %w", name, err)
-		}
-		err = e.ix.Release(ctx, "", key, tok)
-		if err := wantCtxErr("Release of a bound key with "+name, ctx, err); err != nil {
-			return err
-		}
-		err = e.ix.Release(ctx, "", e.key(), tok)
-		if err := wantCtxErr("Release of a key not held with "+name, ctx, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkCancelledLookup: a Lookup whose context is done returns an error wrapping
-// ctx.Err(), whether the key is held or absent.
-func checkCancelledLookup(e *env) error {
-	key := e.key()
-	if _, err := e.own("", key, msgA, longLease); err != nil {
-		return err
-	}
-	for name, ctx := range e.doneContexts() {
-		for _, k := range []string{key, e.key()} {
-			r, ok, err := e.ix.Lookup(ctx, "", k)
-			if err := wantCtxErr(fmt.Sprintf("Lookup with %s (result %s, %t)", name, describeRecord(r), ok), ctx, err); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // badKeys are keys that fail [idempotency.ValidateKey], by name.
 var badKeys = []struct{ name, key string }{
 	{"empty", ""},
@@ -260,6 +107,10 @@ func checkInvalidKey(e *env) error {
 		if err := wantErr(fmt.Sprintf("Release of a malformed key (%s)", k.name), err, idempotency.ErrInvalidArgument); err != nil {
 			return err
 		}
+		err = e.ix.Extend(e.ctx, "", k.key, 1, longLease)
+		if err := wantErr(fmt.Sprintf("Extend of a malformed key (%s)", k.name), err, idempotency.ErrInvalidArgument); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -280,7 +131,7 @@ func checkInvalidMessageID(e *env) error {
 }
 
 // checkInvalidLease: Claim refuses a zero or negative lease with ErrInvalidArgument and
-// stores nothing.
+// stores nothing; Extend refuses one too, and the owner's lease is unchanged.
 func checkInvalidLease(e *env) error {
 	for _, lease := range []time.Duration{0, -time.Second} {
 		key := e.key()
@@ -291,25 +142,62 @@ func checkInvalidLease(e *env) error {
 		if err := e.wantAbsent("", key); err != nil {
 			return err
 		}
+		tok, err := e.own("", key, msgA, longLease)
+		if err != nil {
+			return err
+		}
+		before, err := e.wantHeld("", key, msgA, pending)
+		if err != nil {
+			return err
+		}
+		err = e.ix.Extend(e.ctx, "", key, tok, lease)
+		if err := wantErr(fmt.Sprintf("Extend by the owner with lease %v", lease), err, idempotency.ErrInvalidArgument); err != nil {
+			return err
+		}
+		if err := e.wantLeaseKept("", key, msgA, before, fmt.Sprintf("Extend with lease %v", lease)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// checkInvalidToken: Bind and Release refuse the zero token with ErrInvalidArgument and
-// change nothing.
+// checkInvalidToken: Bind, Release and Extend refuse the zero token with
+// ErrInvalidArgument and change nothing, whatever the key's state: pending, never
+// claimed, released. The token is judged before the key is looked up, so that "not
+// held" gets one answer (Bind and Extend would say ErrNotOwner, Release nil).
 func checkInvalidToken(e *env) error {
 	key := e.key()
 	tok, err := e.own("", key, msgA, longLease)
 	if err != nil {
 		return err
 	}
-	err = e.ix.Bind(e.ctx, "", key, 0, boundA)
-	if err := wantErr("Bind with the zero token", err, idempotency.ErrInvalidArgument); err != nil {
+	released := e.key()
+	rtok, err := e.own("", released, msgA, longLease)
+	if err != nil {
 		return err
 	}
-	err = e.ix.Release(e.ctx, "", key, 0)
-	if err := wantErr("Release with the zero token", err, idempotency.ErrInvalidArgument); err != nil {
+	if err := e.release("", released, rtok); err != nil {
 		return err
+	}
+	for _, k := range []struct{ state, key string }{{"pending", key}, {"never claimed", e.key()}, {"released", released}} {
+		for _, op := range []struct {
+			name string
+			call func() error
+		}{
+			{"Bind", func() error { return e.ix.Bind(e.ctx, "", k.key, 0, boundA) }},
+			{"Release", func() error { return e.ix.Release(e.ctx, "", k.key, 0) }},
+			{"Extend", func() error { return e.ix.Extend(e.ctx, "", k.key, 0, longLease) }},
+		} {
+			what := fmt.Sprintf("%s of a %s key with the zero token", op.name, k.state)
+			if err := wantErr(what, op.call(), idempotency.ErrInvalidArgument); err != nil {
+				return err
+			}
+		}
+		if k.key != key {
+			if err := e.wantAbsent("", k.key); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := e.wantHeld("", key, msgA, pending); err != nil {
 		return err
@@ -383,6 +271,16 @@ func checkInvalidOnHeldKey(e *env) error {
 		err = e.ix.Release(e.ctx, "", h.key, 0)
 		if err := wantErr(fmt.Sprintf("Release of a %s key with the zero token", h.state), err, idempotency.ErrInvalidArgument); err != nil {
 			return err
+		}
+		for _, x := range []struct {
+			tok   idempotency.Token
+			lease time.Duration
+		}{{0, longLease}, {h.tok, 0}, {h.tok, -time.Second}} {
+			err = e.ix.Extend(e.ctx, "", h.key, x.tok, x.lease)
+			what := fmt.Sprintf("Extend of a %s key with token %d and lease %v", h.state, x.tok, x.lease)
+			if err := wantErr(what, err, idempotency.ErrInvalidArgument); err != nil {
+				return err
+			}
 		}
 		if _, err := e.wantHeld("", h.key, msgA, h.b); err != nil {
 			return fmt.Errorf("after bad input on the %s key: %w", h.state, err)
