@@ -20,8 +20,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )

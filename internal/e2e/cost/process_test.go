@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 // debugSource is compiled into every binary the harness runs (go build -overlay): a
@@ -324,7 +325,7 @@ func TestProcessCost(t *testing.T) {
 	if os.Getenv("IDEMPOTENCY_COST") == "" {
 		t.Skip("the process cost harness is opt-in: IDEMPOTENCY_COST=1 go test -v -run=ProcessCost ./internal/e2e/cost")
 	}
-	if !testkit.SQLiteAvailable() {
+	if !testdb.SQLiteAvailable() {
 		t.Skip("the sidecar's SQLite store needs cgo")
 	}
 	n := costEnv("IDEMPOTENCY_COST_REQUESTS", 1000)
@@ -367,7 +368,7 @@ func TestProcessCost(t *testing.T) {
 	}
 	var pg *proc
 	if dsn := os.Getenv("IDEMPOTENCY_POSTGRES_DSN"); dsn != "" {
-		ix := testkit.ForTest(t, "postgres", 4)
+		ix := testdb.ForTest(t, "postgres", 4)
 		pg = sidecar(proxyBin, "sidecar-postgres", dsn, ix.Table)
 	} else {
 		fmt.Println("note: IDEMPOTENCY_POSTGRES_DSN is not set: no PostgreSQL rows")
