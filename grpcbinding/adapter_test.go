@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // TestAdapterBindsBeforeAgentRuns checks that the adapter works unchanged behind
@@ -18,7 +20,8 @@ func TestAdapterBindsBeforeAgentRuns(t *testing.T) {
 		key := idempotency.NewKey()
 		var srv *server
 		boundAtStart := make(chan string, 1)
-		agent := &testAgent{started: func(ctx context.Context, taskID a2a.TaskID) {
+		agent := &testkit.Agent{OnRun: func(ctx context.Context, ec *a2asrv.ExecutorContext) {
+			taskID := ec.TaskID
 			rec, _, _ := srv.index.Lookup(ctx, "", key)
 			if rec.TaskID != string(taskID) {
 				boundAtStart <- "bound to " + rec.TaskID + ", not " + string(taskID)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter/keyedclient"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // loseFirst returns server options, to put before the kit's interceptors, that lose
@@ -142,13 +143,13 @@ func TestKeyedClientRefusalNotRetried(t *testing.T) {
 }
 
 func TestKeyedClientUnavailableRetried(t *testing.T) {
-	index := &failingIndex{KeyIndex: newIndex()}
-	index.failClaim.Store(true)
+	index := testkit.NewFaultyIndex(newIndex())
+	index.SetFail(testkit.OpClaim, true)
 	s := startServer(t, serverConfig{keyed: true, index: index})
 	var sends atomic.Int64
 	counting := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if sends.Add(1) == 2 {
-			index.failClaim.Store(false) // the index is back for the second attempt
+			index.SetFail(testkit.OpClaim, false) // the index is back for the second attempt
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})

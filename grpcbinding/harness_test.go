@@ -2,13 +2,10 @@ package grpcbinding
 
 import (
 	"context"
-	"errors"
-	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,79 +24,28 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
-// testAgent is an a2asrv.AgentExecutor a test controls: it creates a task, reports it
-// working, waits for hold (when set), adds an artifact and completes the task; or,
-// with replyMessage, answers with a Message.
-type testAgent struct {
-	replyMessage bool
-	// holdFirst makes each run wait for hold before its first event, so that the task
-	// is not stored yet while it waits.
-	holdFirst bool
-	// hold, when set, makes each run wait after WORKING (before the reply, for a
-	// Message agent) until it receives or hold is closed.
-	hold chan struct{}
-	// started, when set, is called with the task id when a run starts.
-	started func(ctx context.Context, taskID a2a.TaskID)
-
-	runs atomic.Int64
+// holdFirst returns the kit's agent made to wait at hold before its first event, so
+// that the task is not stored yet while it waits.
+func holdFirst(hold chan struct{}) *testkit.Agent {
+	return &testkit.Agent{Script: func(ctx context.Context, _ *a2asrv.ExecutorContext, _ string, _ int64) (a2a.Event, error) {
+		select {
+		case <-hold:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
 }
 
-func (a *testAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		a.runs.Add(1)
-		if a.started != nil {
-			a.started(ctx, ec.TaskID)
-		}
-		wait := func() bool {
-			if a.hold == nil {
-				return true
-			}
-			select {
-			case <-a.hold:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		if a.holdFirst && !wait() {
-			return
-		}
-		if a.replyMessage && ec.StoredTask == nil {
-			if !a.holdFirst && !wait() {
-				return
-			}
-			reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("reply"))
-			reply.ContextID = ec.ContextID
-			yield(reply, nil)
-			return
-		}
-		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-			return
-		}
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) || !a.holdFirst && !wait() {
-			return
-		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("echo")), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-	}
-}
-
-func (a *testAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
-	}
-}
-
-// serverConfig configures startServer. The zero value serves an echo agent over gRPC
+// serverConfig configures startServer. The zero value serves the kit's agent over gRPC
 // and HTTP with no idempotency at all.
 type serverConfig struct {
-	agent *testAgent
+	agent *testkit.Agent
 	// index is the kit's index; default a fresh memstore.
 	index idempotency.KeyIndex
 	// grpcOptions are passed to grpc.NewServer, before the kit's interceptors.
@@ -124,7 +70,7 @@ type serverConfig struct {
 type server struct {
 	grpcAddr string
 	httpURL  string
-	agent    *testAgent
+	agent    *testkit.Agent
 	index    idempotency.KeyIndex
 	store    taskstore.Store
 }
@@ -132,7 +78,7 @@ type server struct {
 func startServer(t testing.TB, cfg serverConfig) *server {
 	t.Helper()
 	if cfg.agent == nil {
-		cfg.agent = &testAgent{}
+		cfg.agent = &testkit.Agent{}
 	}
 	if cfg.index == nil {
 		cfg.index = newIndex()
@@ -279,28 +225,6 @@ func wantStatus(t testing.TB, err error, code codes.Code, reason, text string) g
 		t.Fatalf("message %q does not contain %q", g.message, text)
 	}
 	return g
-}
-
-// failingIndex is an index whose calls of one kind fail while fail is set.
-type failingIndex struct {
-	idempotency.KeyIndex
-	failClaim, failBind atomic.Bool
-}
-
-var errIndexDown = errors.New("index down")
-
-func (f *failingIndex) Claim(ctx context.Context, scope, key, messageID string, lease time.Duration) (idempotency.Claim, error) {
-	if f.failClaim.Load() {
-		return idempotency.Claim{}, errIndexDown
-	}
-	return f.KeyIndex.Claim(ctx, scope, key, messageID, lease)
-}
-
-func (f *failingIndex) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
-	if f.failBind.Load() {
-		return errIndexDown
-	}
-	return f.KeyIndex.Bind(ctx, scope, key, token, b)
 }
 
 func newIndex() idempotency.KeyIndex { return memstore.New(memstore.Options{}) }

@@ -22,7 +22,7 @@ import (
 func TestLongSendOutlivesItsLease(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	hold := make(chan struct{})
-	agent := &testAgent{holdFirst: true, hold: hold}
+	agent := holdFirst(hold)
 	s := startServer(t, serverConfig{agent: agent, keyed: true, noAdapter: true,
 		opts: Options{Lease: lease, ReplayWait: 50 * time.Millisecond}})
 	key := idempotency.NewKey()
@@ -42,14 +42,14 @@ func TestLongSendOutlivesItsLease(t *testing.T) {
 	if err == nil || !errors.Is(err, a2a.ErrServerError) && !strings.Contains(err.Error(), "409") {
 		t.Errorf("HTTP retry while the gRPC send runs: %v; want 409 in flight", err)
 	}
-	if n := agent.runs.Load(); n != 1 {
+	if n := agent.Runs(); n != 1 {
 		t.Fatalf("the agent ran %d times while the first send ran; want once", n)
 	}
 	close(hold)
 	if err := <-first; err != nil {
 		t.Fatalf("first send: %v", err)
 	}
-	if n := agent.runs.Load(); n != 1 {
+	if n := agent.Runs(); n != 1 {
 		t.Errorf("the agent ran %d times; want once", n)
 	}
 }

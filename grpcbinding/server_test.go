@@ -22,6 +22,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // taskOf returns a function that checks that a send's result is a task, and
@@ -42,7 +43,7 @@ func taskOf(t testing.TB) func(a2a.SendMessageResult, error) *a2a.Task {
 
 func wantRuns(t testing.TB, s *server, n int64) {
 	t.Helper()
-	if got := s.agent.runs.Load(); got != n {
+	if got := s.agent.Runs(); got != n {
 		t.Fatalf("agent ran %d times, want %d", got, n)
 	}
 }
@@ -114,7 +115,7 @@ func TestRetryHistoryLength(t *testing.T) {
 }
 
 func TestMessageReplyReplayed(t *testing.T) {
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{replyMessage: true}})
+	s := startServer(t, serverConfig{keyed: true, agent: &testkit.Agent{ReplyMessage: true}})
 	c := s.client(t, a2a.TransportProtocolGRPC)
 	req := keyedRequest(t, idempotency.NewKey())
 	first, err := c.SendMessage(context.Background(), req)
@@ -203,7 +204,7 @@ func TestCannotHonourKeys(t *testing.T) {
 }
 
 func TestFailingIndexUnavailable(t *testing.T) {
-	index := &failingIndex{KeyIndex: newIndex()}
+	index := testkit.NewFaultyIndex(newIndex())
 	s := startServer(t, serverConfig{keyed: true, index: index})
 	raw := s.raw(t)
 	check := func(t *testing.T, err error, trailer metadata.MD) {
@@ -221,12 +222,12 @@ func TestFailingIndexUnavailable(t *testing.T) {
 	}
 	for _, op := range []string{"claim", "bind"} {
 		t.Run(op, func(t *testing.T) {
-			fail := &index.failClaim
+			fail := testkit.OpClaim
 			if op == "bind" {
-				fail = &index.failBind // the adapter cannot bind the key before the agent runs
+				fail = testkit.OpBind // the adapter cannot bind the key before the agent runs
 			}
-			fail.Store(true)
-			defer fail.Store(false)
+			index.SetFail(fail, true)
+			defer index.SetFail(fail, false)
 			var trailer metadata.MD
 			_, err := raw.SendMessage(context.Background(), rawRequest(t, keyedRequest(t, idempotency.NewKey())), grpc.Trailer(&trailer))
 			check(t, err, trailer)
@@ -252,7 +253,7 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 		keys = 100
 	}
 	hold := make(chan struct{})
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold}})
+	s := startServer(t, serverConfig{keyed: true, agent: &testkit.Agent{Hold: hold}})
 	c := s.client(t, a2a.TransportProtocolGRPC)
 	go func() {
 		for range time.Tick(50 * time.Millisecond) {
@@ -324,7 +325,7 @@ func sendConcurrently(c *a2aclient.Client, req *a2a.SendMessageRequest, n int) (
 
 func TestStreamingRetryAttachesLive(t *testing.T) {
 	hold := make(chan struct{})
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold}})
+	s := startServer(t, serverConfig{keyed: true, agent: &testkit.Agent{Hold: hold}})
 	c := s.client(t, a2a.TransportProtocolGRPC)
 	req := keyedRequest(t, idempotency.NewKey())
 
@@ -378,7 +379,7 @@ func TestStreamingRetryAttachesLive(t *testing.T) {
 func TestInFlightAborted(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold, holdFirst: true},
+	s := startServer(t, serverConfig{keyed: true, agent: holdFirst(hold),
 		opts: Options{ReplayWait: 100 * time.Millisecond}})
 	raw := s.raw(t)
 	req := rawRequest(t, keyedRequest(t, idempotency.NewKey()))
@@ -387,7 +388,7 @@ func TestInFlightAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = stream
-	waitFor(t, func() bool { return s.agent.runs.Load() == 1 })
+	waitFor(t, func() bool { return s.agent.Runs() == 1 })
 	var trailer metadata.MD
 	_, err = raw.SendMessage(context.Background(), req, grpc.Trailer(&trailer))
 	g := wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
@@ -458,7 +459,7 @@ func TestCrossBindingRetries(t *testing.T) {
 }
 
 func TestCrossBindingMessageReply(t *testing.T) {
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{replyMessage: true}})
+	s := startServer(t, serverConfig{keyed: true, agent: &testkit.Agent{ReplyMessage: true}})
 	req := keyedRequest(t, idempotency.NewKey())
 	first, err := s.client(t, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), req)
 	if err != nil {
@@ -470,7 +471,7 @@ func TestCrossBindingMessageReply(t *testing.T) {
 	}
 	m1, ok1 := first.(*a2a.Message)
 	m2, ok2 := retry.(*a2a.Message)
-	if !ok1 || !ok2 || m1.ID != m2.ID || m2.Parts[0].Text() != "reply" {
+	if !ok1 || !ok2 || m1.ID != m2.ID || m2.Parts[0].Text() != "reply: hello" {
 		t.Fatalf("answers %#v and %#v, want the same Message over both bindings", first, retry)
 	}
 	wantRuns(t, s, 1)
@@ -514,7 +515,7 @@ func waitFor(t testing.TB, cond func() bool) {
 // meets its claim and gets the running task.
 func TestCrossBindingRetryWhileRunning(t *testing.T) {
 	hold := make(chan struct{})
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold}})
+	s := startServer(t, serverConfig{keyed: true, agent: &testkit.Agent{Hold: hold}})
 	req := keyedRequest(t, idempotency.NewKey())
 	firstDone := make(chan a2a.TaskID, 1)
 	jsonrpc := s.client(t, a2a.TransportProtocolJSONRPC)
@@ -527,7 +528,7 @@ func TestCrossBindingRetryWhileRunning(t *testing.T) {
 		}
 		firstDone <- id
 	}()
-	waitFor(t, func() bool { return s.agent.runs.Load() == 1 })
+	waitFor(t, func() bool { return s.agent.Runs() == 1 })
 	retry := *req
 	task := taskOf(t)(s.client(t, a2a.TransportProtocolGRPC).SendMessage(context.Background(), &retry))
 	if task.Status.State.Terminal() {
@@ -546,14 +547,14 @@ func TestCrossBindingRetryWhileRunning(t *testing.T) {
 func TestSoleInstanceTaskNotStoredYet(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
-	s := startServer(t, serverConfig{keyed: true, agent: &testAgent{hold: hold, holdFirst: true},
+	s := startServer(t, serverConfig{keyed: true, agent: holdFirst(hold),
 		opts: Options{ReplayWait: 50 * time.Millisecond, SoleInstance: true}})
 	raw := s.raw(t)
 	req := rawRequest(t, keyedRequest(t, idempotency.NewKey()))
 	if _, err := raw.SendStreamingMessage(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return s.agent.runs.Load() == 1 })
+	waitFor(t, func() bool { return s.agent.Runs() == 1 })
 	_, err := raw.SendMessage(context.Background(), req)
 	wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
 	wantRuns(t, s, 1)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/cardedit"
+	"github.com/a2akit/idempotency/middleware/cardedit"
 )
 
 // extensionDescription is the description of the extension in the agent card.

@@ -31,6 +31,10 @@ type core struct {
 	forwardTimeout time.Duration
 }
 
+// claimIdentity returns what identifies send's message in the index, the messageID
+// passed to KeyIndex.Claim: the one place that turns a read send into it.
+func claimIdentity(send *Send) string { return send.MessageID }
+
 // claimKey names a keyed send in the index: its scope, its key, and the message that
 // holds the key.
 type claimKey struct {
@@ -252,7 +256,7 @@ func (c core) begin(ctx context.Context, send *Send, scope func() (string, error
 		return invalid(OutcomeRefused, &failure{kind: failInvalidParams, message: "the keyed send was refused: " +
 			strings.TrimPrefix(err.Error(), idempotency.ErrInvalidArgument.Error()+": ") + msgTooLong}, true)
 	}
-	send.k = claimKey{scope: sc, key: send.Key, messageID: send.MessageID}
+	send.k = claimKey{scope: sc, key: send.Key, messageID: claimIdentity(send)}
 
 	d := c.decide(ctx, send.k, &send.t)
 	switch d.kind {

@@ -186,6 +186,9 @@ func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, err
 // task finds the key bound.
 func (s *Sends) Settle(ctx context.Context, send *Send, step *Step, p Produced) *Refusal {
 	o, notBound := s.m.core.settle(ctx, send, step, p)
+	if notBound != nil {
+		o = outcomeOr(ctx, OutcomeUnavailable)
+	}
 	s.m.core.observeSend(send, o)
 	return refusalOf(notBound, true)
 }

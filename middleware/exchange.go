@@ -23,6 +23,9 @@ type exchange struct {
 	k    claimKey
 	// body is the request's body, as read.
 	body []byte
+	// first is set while the exchange forwards its claimed first send: what it
+	// answers then is no replay.
+	first bool
 }
 
 // Messages of the middleware's refusals; they say what to do.
@@ -138,9 +141,20 @@ func (x *exchange) writeProduct(p product) bool {
 		writeFailure(w, s.d, s, failureOf(x.m.sends.Unanswerable(&x.ks, err)), true)
 		return false
 	}
-	addExtensionHeaders(w.Header(), s.d)
+	if x.first {
+		addExtensionHeaders(w.Header(), s.d)
+	} else {
+		servedFromFirstAttempt(w.Header(), s.d)
+	}
 	writeAnswer(w, http.StatusOK, body, s.streaming)
 	return true
+}
+
+// servedFromFirstAttempt sets the headers of every answer served from a first
+// attempt (a replay, an attach to its live events, its Message reply again): the one
+// place for them. A first send's own answers name the extension only.
+func servedFromFirstAttempt(h http.Header, d dialect) {
+	addExtensionHeaders(h, d)
 }
 
 // msgUnanswerable answers a retry whose task or reply the server stores in a form the

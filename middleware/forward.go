@@ -23,6 +23,8 @@ const maxAnswerCopy = 32 << 20
 // was sent (early is false then).
 func (x *exchange) forward(step *Step, early bool) (again bool) {
 	defer step.Done()
+	x.first = true
+	defer func() { x.first = false }()
 	cs := step.claim
 	client := x.w
 	ctx, cw, stop := x.detach(cs)

@@ -112,7 +112,7 @@ type harness struct {
 	srv    *httptest.Server
 	wire   *recordingTransport
 	hc     *http.Client
-	logs   *lockedBuffer
+	logs   *testkit.Buffer
 	innerR *innerRecorder
 	served *servedRecorder // what the middleware answered
 
@@ -122,7 +122,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
+	h := &harness{t: t, agent: newAgent(), logs: &testkit.Buffer{}}
 	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
 	var exec a2asrv.AgentExecutor = h.agent
 	if cfg.adapter {
@@ -435,26 +435,6 @@ func waitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *lockedBuffer) String() string { return string(b.Bytes()) }
-
 // recordingTransport records every exchange of the clients, as the client sent and
 // received it.
 type recordingTransport struct {
@@ -469,14 +449,14 @@ type wireExchange struct {
 	reqBody      []byte
 	status       int
 	header       http.Header
-	respBody     *lockedBuffer
+	respBody     *testkit.Buffer
 }
 
 func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt.discard {
 		return rt.base.RoundTrip(req)
 	}
-	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &lockedBuffer{}}
+	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &testkit.Buffer{}}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -531,11 +511,11 @@ type innerExchange struct {
 	method, path string
 	reqBody      []byte
 	wrapped      bool // the ResponseWriter was not net/http's own
-	respBody     *lockedBuffer
+	respBody     *testkit.Buffer
 }
 
 func (ir *innerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &innerExchange{method: r.Method, path: r.URL.Path, respBody: &lockedBuffer{}}
+	x := &innerExchange{method: r.Method, path: r.URL.Path, respBody: &testkit.Buffer{}}
 	x.wrapped = !strings.HasPrefix(typeName(w), "*http.")
 	body, _ := io.ReadAll(r.Body)
 	x.reqBody = body
@@ -579,7 +559,7 @@ type servedAnswer struct {
 	path   string
 	mu     sync.Mutex
 	status int
-	body   *lockedBuffer
+	body   *testkit.Buffer
 	left   chan struct{} // closed when the request's context ends (its client left, or it was answered)
 }
 
@@ -591,7 +571,7 @@ func (a *servedAnswer) code() int {
 }
 
 func (sr *servedRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a := &servedAnswer{path: r.URL.Path, body: &lockedBuffer{}, left: make(chan struct{})}
+	a := &servedAnswer{path: r.URL.Path, body: &testkit.Buffer{}, left: make(chan struct{})}
 	context.AfterFunc(r.Context(), func() { close(a.left) })
 	sr.mu.Lock()
 	sr.log = append(sr.log, a)

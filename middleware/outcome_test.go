@@ -557,7 +557,7 @@ func checkReleased(t *testing.T, h *harness, m mode, at marks, e middleware.Even
 // key, at every level, and the line that decides the send names its outcome: a grep
 // for either follows the send from claim to bind or release.
 func TestLogLinesFollowOneSend(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := newHarness(t, harnessConfig{opts: middleware.Options{Logger: logger}})
 	key := idempotency.NewKey()

@@ -228,7 +228,7 @@ func (sw *subscribeWriter) start(first, rest []byte) {
 			h[k] = v
 		}
 	}
-	addExtensionHeaders(h, sw.x.s.d)
+	servedFromFirstAttempt(h, sw.x.s.d)
 	writeEventHeaders(sw.w)
 	if first != nil {
 		if sw.err = writeEvent(sw.w, first); sw.err != nil {

@@ -65,8 +65,9 @@ func unreplayableFailure() *failure {
 // forward showed (p) by the rule of ambiguity, stops the lease's extension once the
 // key is bound or released, and returns the send's outcome. When the code behind
 // could not bind the key (so it did not run the agent) and the send produced
-// nothing, the claim never left the process: it is released, and settle returns the
-// 503 to answer instead.
+// nothing, the claim never left the process: it is released, and settle also returns
+// the 503 to answer instead, where the binding still can (the outcome is then
+// unavailable; settle's is that of the answer passed on).
 func (c core) settle(ctx context.Context, send *Send, step *Step, p Produced) (Outcome, *failure) {
 	cs := step.claim
 	var notBound *failure
@@ -81,9 +82,6 @@ func (c core) settle(ctx context.Context, send *Send, step *Step, p Produced) (O
 	var bindTime time.Duration
 	send.boundBy, bindTime = cs.report()
 	send.t.index += bindTime
-	if notBound != nil {
-		o = outcomeOr(ctx, OutcomeUnavailable)
-	}
 	return o, notBound
 }
 

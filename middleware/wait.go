@@ -48,11 +48,15 @@ func (c core) awaitTask(ctx context.Context, send *Send, rec idempotency.Record,
 		since(&send.t.wait, waited)
 		interval = min(2*interval, 250*time.Millisecond)
 		got, found, err := c.lookup(ctx, send.k, &send.t)
-		if err == nil && found && got.MessageID == send.MessageID && got.Reply != nil {
+		if err == nil && found && got.MessageID == send.k.messageID && got.Reply != nil {
 			return got.Reply, nil
 		}
 	}
 }
+
+// maxTaskComingRetryAfter caps the Retry-After of a retry whose key is bound to a task
+// not stored yet: the task usually comes long before the claim is as old as the lease.
+const maxTaskComingRetryAfter = 10 * time.Second
 
 // missingTask answers a retry whose key is bound to a task that is not found
 // (notFound, the TaskNotFound failure): 409 while something may still run the
@@ -79,7 +83,7 @@ func (c core) missingTask(ctx context.Context, send *Send, rec idempotency.Recor
 	}
 	left := time.Until(rec.ClaimedAt.Add(c.lease))
 	if left > 0 && !c.soleInstance {
-		retry := max(left, time.Second)
+		retry := max(min(left, maxTaskComingRetryAfter), time.Second)
 		c.logSend(ctx, send, slog.LevelInfo, "idempotency: key bound, its task not stored and its execution not running here; "+
 			"another process may still run it until the lease ends; retry answered 409",
 			taskID, slog.Duration("lease_left", left.Round(time.Millisecond)), slog.Duration("retry_after", retry))

@@ -3,8 +3,23 @@ module github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy
 go 1.26
 
 require (
-	github.com/a2akit/idempotency v0.0.0-20261201204725-2dc1922fd06d
+	github.com/a2akit/idempotency v0.0.0-20261201205952-be565bea517e
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/prometheus/client_golang v1.24.1
+	github.com/prometheus/common v0.70.1
+)
+
+require (
+	github.com/a2aproject/a2a-go/v2 v2.4.0 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -1,39 +1,72 @@
 // Command a2a-idempotency-proxy puts the idempotency kit in front of any A2A server
-// over HTTP, whatever its language: a sidecar that claims keyed sends in a SQLite or
-// PostgreSQL key store and passes every request on to the server.
+// over HTTP, whatever its language: a sidecar that claims keyed sends in a SQLite,
+// PostgreSQL (or Redis) key store and passes every request on to the server.
 //
-//	go run ./cmd/a2a-idempotency-proxy -upstream http://127.0.0.1:8080
+//	go install github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy@latest
+//	a2a-idempotency-proxy -upstream http://127.0.0.1:8080 -public-url https://agents.example.com
 //
 // Clients talk to the proxy (-listen, default 127.0.0.1:8090) instead of the server
-// (-upstream). The proxy serves the server's agent card with the idempotency
-// extension added to capabilities.extensions and the card's interface URLs rewritten
-// to -public-url (by default http:// and the Host the card was asked for), editing
-// the card's bytes, so clients that read the card keep coming through the proxy; a
-// signed card is served as it is. Every other request is passed on as it is, headers
-// and status kept, streams flushed event by event. Keyed sends go through the kit's
-// middleware: one run per key, and a retry gets the first attempt's task (see the
-// middleware package, "Servers the kit cannot see inside"). The proxy reads the card
-// through the middleware before it serves and every minute, so that the middleware
-// knows whether the server streams (-early-bind auto): then a keyed blocking send is
-// forwarded as a streaming send, its key bound at the first event, and answered in
-// the unary shape when the run ends.
+// (-upstream). Every flag may also come from an environment variable named after it
+// with the prefix IDEMPOTENCY_ (-public-url is $IDEMPOTENCY_PUBLIC_URL, -store
+// $IDEMPOTENCY_STORE, the place for a DSN with a password); a flag on the command
+// line wins. -version prints the version, -h the flags.
+//
+// # Agent card
+//
+// The proxy serves the server's agent card with the idempotency extension added to
+// capabilities.extensions and the card's interface URLs rewritten to the proxy's
+// public URL, editing the card's bytes, so clients that read the card keep coming
+// through the proxy; a signed card is served as it is. The public URL is -public-url;
+// without it, it is what the X-Forwarded-Host and X-Forwarded-Proto (or Forwarded)
+// headers say, only from the reverse proxies -trusted-proxies names (the last value,
+// the one that peer wrote), or http:// and a loopback Host (a developer's machine).
+// Any other card request is refused with 503 and a log line: a Host or a forwarded
+// header a client chose is never advertised, since a cache in front would then send
+// other clients to that host.
+//
+// # Keyed sends
+//
+// Every other request is passed on as it is, headers and status kept, streams
+// flushed event by event. Keyed sends go through the kit's middleware: one run per
+// key, and a retry gets the first attempt's task (see the middleware package,
+// "Servers the kit cannot see inside"). The proxy reads the card through the
+// middleware before it serves and every minute, so that the middleware knows whether
+// the server streams (-early-bind auto): then a keyed blocking send is forwarded as a
+// streaming send, its key bound at the first event, and answered in the unary shape
+// when the run ends.
+//
+// A key's scope is the tenant the server routes the send by: the body's tenant, or
+// for an HTTP+JSON send the tenant its path names (-tenant-path, default
+// /tenants/{*} then /{*}, the templates of a2a-go's NewTenantRESTHandler), so that
+// /tenants/acme/message:send and /tenants/globex/message:send never share keys. A
+// send at the HTTP+JSON mount the upstream's card lists (/rest for an interface
+// http://upstream/rest) is in the body's tenant's key space, as a JSON-RPC send is,
+// so that a retry over the other binding meets it; a send under a path no template
+// matches is scoped by that path. -principal-header
+// names a header an authenticating proxy in front sets to the caller: the caller is
+// then part of every scope, and keyed sends without it are refused.
+//
+// Every request body forwarded is bounded by -max-body-bytes (413 in the binding's
+// shape), except under -unbounded-paths (uploads that are not A2A).
 //
 // Keys live in -store: a SQLite file (default idempotency-proxy.db, created if
-// missing), or a postgres:// DSN. The DSN may come from the environment variable
-// A2A_IDEMPOTENCY_PROXY_STORE instead, so that a password does not show in the
-// process list; the flag wins when both are set. Several proxies in front of one
-// server (or its replicas) share keys through one PostgreSQL database.
+// missing), a postgres:// DSN or a redis:// URL. Several proxies in front of one
+// server (or its replicas) share keys through one PostgreSQL database or Redis.
+// Keys older than -key-max-age are swept every -sweep-interval.
+//
+// # Admin listener
 //
 // An admin listener (-admin, default 127.0.0.1:8091; empty turns it off) serves
-// GET /healthz (200 when the key store answers, 503 when not: a readiness check),
-// GET /livez (200 while the process serves) and GET /metrics (the middleware's
-// outcomes and the time it spent, as package middleware/metrics serves them, then
-// upstream errors and retention sweeps, in Prometheus text format). It is
-// a separate listener so that these stay off the public port.
+// GET /livez (200 while the process serves), GET /readyz (200 when the key store and
+// the upstream answer, else 503 with a line saying which is down; /healthz is the
+// same) and GET /metrics in Prometheus text format: the middleware's outcomes (every
+// series from zero) and the time it spent, as package middleware/metrics serves
+// them, then the proxy's build, upstream request durations, sends in flight,
+// upstream errors, retention sweeps, and the Go runtime's and the process's metrics.
+// It is a separate listener so that these stay off the public port.
 //
 // SIGINT or SIGTERM stops the proxy gracefully: it stops accepting, lets requests in
-// flight finish for up to -shutdown-timeout, then closes what is left. Keys older
-// than -key-max-age are swept every -sweep-interval.
+// flight finish for up to -shutdown-timeout, then closes what is left.
 package main
 
 import (
@@ -45,28 +78,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/middleware"
-	"github.com/a2akit/idempotency/sqlstore"
 )
-
-// earlyBindModes are the values of -early-bind.
-var earlyBindModes = map[string]middleware.EarlyBind{
-	"auto": middleware.EarlyBindAuto, "always": middleware.EarlyBindAlways, "off": middleware.EarlyBindOff,
-}
-
-// storeEnv names the environment variable that may hold the -store value.
-const storeEnv = "A2A_IDEMPOTENCY_PROXY_STORE"
-
-// defaultStore is the -store default when storeEnv is unset.
-const defaultStore = "idempotency-proxy.db"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,107 +99,13 @@ func main() {
 	}
 }
 
-// config is what the flags set.
-type config struct {
-	listen    string
-	admin     string
-	upstream  *url.URL
-	publicURL string
-	store     string
-	table     string
-	logLevel  slog.Level
-
-	mw middleware.Options
-
-	readHeaderTimeout time.Duration
-	readTimeout       time.Duration
-	writeTimeout      time.Duration
-	idleTimeout       time.Duration
-	shutdownTimeout   time.Duration
-	dialTimeout       time.Duration
-	headerTimeout     time.Duration
-
-	sweepInterval time.Duration
-	keyMaxAge     time.Duration
-}
-
-// parse reads args into a config; getenv reads storeEnv.
-func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	c := &config{}
-	fs := flag.NewFlagSet("a2a-idempotency-proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var upstream string
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8090", "`host:port` clients reach the proxy at; port 0 picks a free port")
-	fs.StringVar(&c.admin, "admin", "127.0.0.1:8091", "`host:port` of the admin listener (/healthz, /livez, /metrics); empty turns it off")
-	fs.StringVar(&upstream, "upstream", "", "base `URL` of the A2A server behind the proxy (required), e.g. http://127.0.0.1:8080")
-	fs.StringVar(&c.publicURL, "public-url", "", "base `URL` clients use to reach the proxy; the agent card's interface URLs are rewritten to it (default: http:// and the Host the card was asked for)")
-	fs.StringVar(&c.store, "store", defaultStore, "key store: a SQLite file `path`, or a postgres:// DSN; when the flag is not given, $"+storeEnv+" (when set) names it, so that a password stays out of the process list")
-	fs.StringVar(&c.table, "table", sqlstore.DefaultTable, "key table `name`")
-	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys are redacted at every level)")
-	fs.DurationVar(&c.mw.Lease, "lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry may take it over")
-	fs.Func("early-bind", "`mode` of forwarding keyed blocking sends as streaming sends to learn their task at the first event: "+
-		"auto (when the upstream's card says it streams; the proxy reads the card every minute), always, or off (default auto)", func(v string) error {
-		mode, ok := earlyBindModes[v]
-		if !ok {
-			return fmt.Errorf("want auto, always or off")
-		}
-		c.mw.EarlyBind = mode
-		return nil
-	})
-	fs.DurationVar(&c.mw.ReplayWait, "replay-wait", middleware.DefaultReplayWait, "how long a retry waits for the first attempt's task before answering 409; negative: no wait")
-	fs.Int64Var(&c.mw.MaxBodyBytes, "max-body-bytes", middleware.DefaultMaxBodyBytes, "largest request body the proxy reads; larger ones get 413")
-	fs.DurationVar(&c.mw.IndexTimeout, "store-timeout", middleware.DefaultIndexTimeout, "bound on each key store call; a slower call fails the keyed send closed (503)")
-	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "http.Server ReadHeaderTimeout of the public listener")
-	fs.DurationVar(&c.readTimeout, "read-timeout", time.Minute, "http.Server ReadTimeout of the public listener (headers and body)")
-	fs.DurationVar(&c.writeTimeout, "write-timeout", 0, "http.Server WriteTimeout of the public listener; 0: none (streams and long blocking sends may last minutes)")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "http.Server IdleTimeout: how long an idle keep-alive connection stays open")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for requests in flight")
-	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", 10*time.Second, "bound on connecting to the upstream")
-	fs.DurationVar(&c.headerTimeout, "upstream-header-timeout", 0, "bound on the upstream's response headers; 0: none (a blocking send answers when the agent is done)")
-	fs.DurationVar(&c.sweepInterval, "sweep-interval", time.Hour, "how often keys past -key-max-age are deleted; 0 turns the sweep off")
-	fs.DurationVar(&c.keyMaxAge, "key-max-age", idempotency.DefaultKeyMaxAge, "how old a key must be for the sweep to delete it")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+// newLogger returns the logger -log-format and -log-level ask for.
+func newLogger(c *config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.logLevel}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	storeSet := false
-	fs.Visit(func(f *flag.Flag) { storeSet = storeSet || f.Name == "store" })
-	if v := getenv(storeEnv); v != "" && !storeSet {
-		c.store = v
-	}
-	if upstream == "" {
-		return nil, errors.New("-upstream is required: the base URL of the A2A server, e.g. -upstream http://127.0.0.1:8080")
-	}
-	u, err := url.Parse(upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("-upstream %q: want an http:// or https:// URL with a host", upstream)
-	}
-	c.upstream = u
-	if c.publicURL != "" {
-		p, err := url.Parse(c.publicURL)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, fmt.Errorf("-public-url %q: want an http:// or https:// URL with a host", c.publicURL)
-		}
-		c.publicURL = strings.TrimSuffix(c.publicURL, "/")
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"read-header-timeout", c.readHeaderTimeout}, {"read-timeout", c.readTimeout}, {"write-timeout", c.writeTimeout},
-		{"idle-timeout", c.idleTimeout}, {"shutdown-timeout", c.shutdownTimeout}, {"upstream-dial-timeout", c.dialTimeout},
-		{"upstream-header-timeout", c.headerTimeout}, {"sweep-interval", c.sweepInterval}, {"key-max-age", c.keyMaxAge},
-	} {
-		if d.v < 0 {
-			return nil, fmt.Errorf("-%s %v: must not be negative", d.name, d.v)
-		}
-	}
-	if c.store == "" {
-		return nil, errors.New("-store is empty: name a SQLite file or a postgres:// DSN")
-	}
-	return c, nil
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // run parses args, serves until ctx ends, then shuts down gracefully. It prints
@@ -190,22 +115,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	if c.showVersion {
+		fmt.Fprintln(stdout, versionLine())
+		return nil
+	}
+	log := newLogger(c, stderr)
 
-	st, err := openStore(ctx, c.store, c.table)
+	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 
 	met := newMetrics()
+	limit := &bodyLimit{limit: c.mw.MaxBodyBytes, unbounded: c.unbounded}
+	pub := &publicBases{fixed: c.publicURL, trusted: c.trusted, log: log}
+	var fromTrusted func(*http.Request) bool
+	if len(c.trusted) > 0 {
+		fromTrusted = pub.fromTrusted
+	}
+	c.mounts = &restMounts{}
+	c.mw.Scope = newScope(c.tenantPaths, c.mounts, c.principalHeader, fromTrusted)
+	c.mw.Reads = limit.reads
 	c.mw.Logger = log
 	c.mw.Observe = met.observe
 	idem, err := middleware.New(st.index, c.mw)
 	if err != nil {
 		return err
 	}
-	handler := idem(newProxy(c, log, met))
+	// Outside in: the card's public URL, the sends-in-flight count, the middleware
+	// (which reads JSON bodies within the limit), the limit of every other body, the
+	// forward.
+	handler := pub.guard(countSends(idem(limit.wrap(newProxy(c, log, met))), met.inFlight, limit))
 	public := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: c.readHeaderTimeout,
@@ -227,8 +168,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			ln.Close()
 			return fmt.Errorf("admin listener: %w", err)
 		}
+		adm := &admin{store: st, met: met, log: log,
+			upstream: func(ctx context.Context) bool { return cardStatus(ctx, handler) == http.StatusOK }}
 		servers = append(servers, &http.Server{
-			Handler:           adminHandler(st, met),
+			Handler:           adm.handler(),
 			ReadHeaderTimeout: c.readHeaderTimeout,
 			IdleTimeout:       c.idleTimeout,
 		})
@@ -240,10 +183,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// forwarded as the upstream's card allows.
 	cardOK := cardReadable(ctx, handler, log, false)
 
+	ver, _ := buildInfo()
 	fmt.Fprintf(stdout, "a2a-idempotency-proxy: listening http://%s, upstream %s, admin %s, keys in %s\n",
-		ln.Addr(), c.upstream.Redacted(), adminURL, storeName(c.store))
-	log.Info("a2a-idempotency-proxy started", "listen", ln.Addr().String(), "upstream", c.upstream.Redacted(),
-		"admin", adminURL, "store", storeName(c.store), "lease", c.mw.Lease, "replay_wait", c.mw.ReplayWait)
+		ln.Addr(), c.upstream.Redacted(), adminURL, st.name)
+	log.Info("a2a-idempotency-proxy started", "version", ver, "listen", ln.Addr().String(), "upstream", c.upstream.Redacted(),
+		"admin", adminURL, "store", st.name, "lease", c.mw.Lease, "replay_wait", c.mw.ReplayWait,
+		"max_body_bytes", c.mw.MaxBodyBytes, "tenant_paths", c.tenantPaths, "principal_header", c.principalHeader)
+	if c.publicURL == "" {
+		log.Info("no -public-url: the agent card is served only to requests with a loopback Host" +
+			map[bool]string{true: " or with X-Forwarded-Host/Forwarded from a -trusted-proxies peer", false: ""}[len(c.trusted) > 0] +
+			"; any other card request is refused (503). Set -public-url to the URL clients reach the proxy at")
+	}
 
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
@@ -253,7 +203,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	bgCtx, stopBg := context.WithCancel(ctx)
 	go func() {
 		defer func() { bgDone <- struct{}{} }()
-		sweep(bgCtx, st.index, c.sweepInterval, idempotency.RetentionPolicy{KeyMaxAge: c.keyMaxAge}, log, met)
+		if st.sweeper != nil && c.sweepInterval > 0 {
+			idempotency.SweepRunner{Sweeper: st.sweeper, Interval: c.sweepInterval, Logger: log, OnSweep: met.swept,
+				Policy: idempotency.RetentionPolicy{KeyMaxAge: c.keyMaxAge}}.Run(bgCtx)
+		}
 	}()
 	go func() {
 		defer func() { bgDone <- struct{}{} }()
@@ -301,19 +254,27 @@ func readCard(ctx context.Context, h http.Handler, interval time.Duration, faili
 func cardReadable(ctx context.Context, h http.Handler, log *slog.Logger, failing bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, agentCardPath, nil)
-	req.Host = "localhost"
-	w := &statusWriter{header: make(http.Header)}
-	h.ServeHTTP(w, req)
-	ok := w.status == http.StatusOK
+	status := cardStatus(ctx, h)
+	ok := status == http.StatusOK
 	switch {
 	case !ok && !failing:
 		log.Warn("the upstream's agent card could not be read; keyed blocking sends are forwarded as sent "+
-			"until it can be (-early-bind auto)", "status", w.status)
+			"until it can be (-early-bind auto)", "status", status)
 	case ok && failing:
 		log.Info("the upstream's agent card is readable")
 	}
 	return ok
+}
+
+// cardStatus reads the agent card through h (the whole public handler, as a client
+// on this machine would) and returns the status of the answer.
+func cardStatus(ctx context.Context, h http.Handler) int {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, agentCardPath, nil)
+	req.Host = "localhost"
+	req.RemoteAddr = "127.0.0.1:0"
+	w := &statusWriter{header: make(http.Header)}
+	h.ServeHTTP(w, req)
+	return w.status
 }
 
 // statusWriter is a ResponseWriter that keeps only the status.
@@ -331,23 +292,6 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return len(p), nil
-}
-
-// sweep deletes old keys every interval until ctx ends.
-func sweep(ctx context.Context, sw idempotency.Sweeper, interval time.Duration, policy idempotency.RetentionPolicy, log *slog.Logger, met *metrics) {
-	if interval <= 0 {
-		return
-	}
-	every(ctx, interval, func() {
-		rep, err := sw.PurgeExpired(ctx, policy)
-		met.swept(rep.KeysDeleted, err)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("retention sweep failed", "error", err, "keys_deleted", rep.KeysDeleted)
-		case err == nil:
-			log.Info("retention sweep", "keys_deleted", rep.KeysDeleted, "batches", rep.Batches, "complete", rep.Complete)
-		}
-	})
 }
 
 // every calls f every interval until ctx ends.

@@ -18,7 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/cardedit"
+	"github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/middleware/cardedit"
 )
 
 // Where A2A serves the agent card: since v0.3, and before (still served by many v0.3
@@ -48,12 +49,16 @@ func newProxy(c *config, log *slog.Logger, met *metrics) http.Handler {
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error { return pointCard(resp, c, log) },
-		Transport:      transport,
+		Transport:      met.instrument(transport),
 		FlushInterval:  -1,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client left; nobody to answer
+			}
+			if tooLarge(err) { // the body limit cut the forward (limit.go)
+				middleware.WriteTooLarge(w, r, c.mw.MaxBodyBytes)
+				return
 			}
 			met.upstreamErrors.Add(1)
 			log.LogAttrs(r.Context(), slog.LevelWarn, "upstream request failed", slog.String("method", r.Method),
@@ -84,14 +89,13 @@ func pointCard(resp *http.Response, c *config, log *slog.Logger) error {
 	if len(body) > maxCardBytes {
 		return fmt.Errorf("the upstream's agent card exceeds %d bytes", maxCardBytes)
 	}
-	public := c.publicURL
-	if public == "" {
-		proto := resp.Request.Header.Get("X-Forwarded-Proto")
-		if proto == "" {
-			proto = "http"
-		}
-		public = proto + "://" + resp.Request.Header.Get("X-Forwarded-Host")
+	// The card guard (public.go) chose the public URL; a card request that did not
+	// pass it is not answered, rather than answered with the upstream's URLs.
+	public, ok := publicBaseFrom(resp.Request.Context())
+	if !ok {
+		return errors.New("agent card request without a public URL")
 	}
+	c.mounts.learn(body, c.upstream) // where HTTP+JSON sends carry no path tenant (mounts.go)
 	if out, ok := rewriteCard(body, c.upstream, public); ok {
 		if !bytes.Equal(out, body) && resp.Header.Get("Etag") != "" {
 			sum := sha256.Sum256(out)
@@ -145,24 +149,4 @@ func signed(card []byte) bool {
 
 func isCard(r *http.Request) bool {
 	return r.Method == http.MethodGet && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath)
-}
-
-// adminHandler serves /healthz, /livez and /metrics.
-func adminHandler(st *keyStore, met *metrics) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := st.ready(r.Context()); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("key store unavailable: " + err.Error() + "\n"))
-			return
-		}
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
-	mux.Handle("GET /metrics", met)
-	return mux
 }

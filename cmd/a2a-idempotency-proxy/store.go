@@ -3,75 +3,61 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
+	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
-// sqliteParams are the connection parameters the sqlstore documentation asks for.
-const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
-
 // keyStore is the open key store.
 type keyStore struct {
-	db    *sqlx.DB
-	index *sqlstore.Store
+	index idempotency.KeyIndex
+	// sweeper deletes old keys; nil when the store expires them itself.
+	sweeper idempotency.Sweeper
+	// name describes the store for logs, without credentials.
+	name  string
+	close func() error
 }
 
-func isPostgres(store string) bool {
-	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+// storeOpener opens the key store that c.store names.
+type storeOpener func(ctx context.Context, c *config) (*keyStore, error)
+
+// storeOpeners open a key store by the scheme of -store (sqlstore.Scheme: "" is a
+// file path). A kind of store is added here, in a file of its own (redis.go).
+var storeOpeners = map[string]storeOpener{
+	"": openSQL, "sqlite": openSQL, "file": openSQL, "postgres": openSQL, "postgresql": openSQL,
+	"redis": openRedis, "rediss": openRedis,
 }
 
-// openStore opens the key store that store names (a postgres:// DSN, or else a SQLite
-// file, created if missing) and creates its key table if needed.
-func openStore(ctx context.Context, store, table string) (*keyStore, error) {
-	driver, dsn := "sqlite3", "file:"+store+"?"+sqliteParams
-	if isPostgres(store) {
-		driver, dsn = "postgres", store
-	}
-	db, err := sqlx.Open(driver, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open the key store (%s): %w", storeName(store), err)
+// openStore opens the key store -store names, within 10 seconds.
+func openStore(ctx context.Context, c *config) (*keyStore, error) {
+	open, ok := storeOpeners[sqlstore.Scheme(c.store)]
+	if !ok {
+		return nil, fmt.Errorf("-store %s: not a store this proxy opens; want a SQLite file path, a postgres:// DSN or a redis:// URL",
+			sqlstore.Describe(c.store))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to the key store (%s): %w", storeName(store), err)
+	return open(ctx, c)
+}
+
+// openSQL opens a SQLite file (created if missing) or a PostgreSQL database, and
+// creates the key table if needed.
+func openSQL(ctx context.Context, c *config) (*keyStore, error) {
+	db, err := sqlstore.Open(ctx, c.store)
+	if err != nil {
+		return nil, err
 	}
-	index, err := sqlstore.New(db, sqlstore.Options{Table: table})
+	index, err := sqlstore.New(db, sqlstore.Options{Table: c.table})
 	if err == nil {
 		err = index.Migrate(ctx)
 	}
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("create the key table in %s: %w", storeName(store), err)
+		return nil, fmt.Errorf("create the key table in %s: %w", sqlstore.Describe(c.store), err)
 	}
-	return &keyStore{db: db, index: index}, nil
-}
-
-// ready reports whether the key store answers.
-func (s *keyStore) ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return s.db.PingContext(ctx)
-}
-
-func (s *keyStore) close() error { return s.db.Close() }
-
-// storeName describes store for a log line, hiding a DSN's password.
-func storeName(store string) string {
-	if !isPostgres(store) {
-		return "SQLite file " + store
-	}
-	u, err := url.Parse(store)
-	if err != nil {
-		return "PostgreSQL (unparsable DSN)"
-	}
-	return "PostgreSQL " + u.Redacted()
+	return &keyStore{index: index, sweeper: index, name: sqlstore.Describe(c.store), close: db.Close}, nil
 }

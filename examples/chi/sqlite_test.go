@@ -12,6 +12,10 @@ import (
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
 )
 
+// The tests in this package start the server in-process and read the agent's runs
+// from /debug/vars, which counts every run in the process: they must not run in
+// parallel. examples/production runs the demonstrations on PostgreSQL, with tenants.
+
 // TestSQLite runs the demonstration against the chi server with its tasks and keys in
 // a SQLite file: on the tenant path (/tenants/{tenant}/...), on JSON-RPC with a
 // tenant, and on HTTP+JSON without one.
@@ -19,15 +23,7 @@ func TestSQLite(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
 	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	for _, tc := range []struct{ name, binding, tenant string }{
-		{"rest tenant acme", "rest", "acme"},
-		{"jsonrpc tenant acme", "jsonrpc", "acme"},
-		{"rest", "rest", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
-		})
-	}
+	exampletest.CheckTaskDemos(t, srv, "rest acme", "jsonrpc acme", "rest")
 }
 
 // TestTenantPath sends keyed messages that name their tenant only in the path, as a

@@ -4,28 +4,11 @@ import (
 	"context"
 	"io"
 	"testing"
-
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
 )
 
 // The tests in this package start the server in-process and read the agent's runs
 // from /debug/vars, which counts every run in the process: they must not run in
-// parallel.
-
-// TestPostgres runs the demonstration on both bindings against the server with its
-// tasks and keys in PostgreSQL.
-func TestPostgres(t *testing.T) {
-	dsn := exampletest.PostgresDSN(t)
-	table := exampletest.PostgresTable(t, dsn, "examples_stdlib")
-	tasks := exampletest.PostgresTable(t, dsn, "examples_stdlib_tasks")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "tasks and keys in PostgreSQL")
-	for _, binding := range []string{"jsonrpc", "rest"} {
-		t.Run(binding, func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
-		})
-	}
-}
+// parallel. examples/production runs the same demonstrations on PostgreSQL and gRPC.
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
@@ -36,10 +19,4 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("run(%q) = nil, want an error", args)
 		}
 	}
-}
-
-// The server leaks no DSN password and no debug variables on its public listener,
-// and cuts off a stalled request body.
-func TestNoLeaks(t *testing.T) {
-	exampletest.CheckNoLeaks(t, run, "examples_stdlib_leaks")
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
@@ -15,23 +14,15 @@ import (
 // starts it.
 func TestSQLite(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-delay", "1s")
+	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	for _, tc := range []struct{ binding, tenant string }{
-		{"jsonrpc", ""},
-		{"rest", ""},
-		{"rest", "acme"},
-	} {
-		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
-		})
-	}
+	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme")
 }
 
 // TestReplyMessage runs the demonstration against an agent that answers with a
 // Message at once: a retry gets the same Message, and the agent ran once.
 func TestReplyMessage(t *testing.T) {
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
+	srv := exampletest.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
 			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))

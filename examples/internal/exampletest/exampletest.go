@@ -23,12 +23,12 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // PostgreSQL, to create and drop the test's key table
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
@@ -65,7 +65,7 @@ func Start(t *testing.T, run RunFunc, args ...string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	lines := make(chan string, 64)
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	var runErr error
 	finished := make(chan struct{})
 	go func() {
@@ -173,62 +173,25 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	}
 }
 
-// RedisKeys returns the -keys URL of the test server with a prefix of the test's own,
-// and checks when the test ends that the server kept keys there (the example did not
-// fall back to its SQL key table).
-func RedisKeys(t *testing.T) string {
-	t.Helper()
-	url := redistest.URL(t)
-	prefix := redistest.Prefix(t, url)
-	rdb := redistest.Client(t, url)
-	t.Cleanup(func() {
-		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
-			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
-		}
-	})
-	return url + "?prefix=" + prefix
-}
-
 // PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
 // the variable is unset, and fails it when the database cannot be reached.
-func PostgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("IDEMPOTENCY_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("IDEMPOTENCY_POSTGRES_DSN is not set; set it (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the examples on PostgreSQL")
-	}
-	db, err := sqlx.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("IDEMPOTENCY_POSTGRES_DSN: %v", err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		t.Fatalf("IDEMPOTENCY_POSTGRES_DSN is set but the database cannot be reached: %v", err)
-	}
-	return dsn
-}
+func PostgresDSN(t *testing.T) string { return testdb.Postgres(t) }
 
 // PostgresTable returns a key table name of its own for this test run, and drops the
 // table when the test ends, so that runs sharing the database do not collide.
-func PostgresTable(t *testing.T, dsn, prefix string) string {
+func PostgresTable(t *testing.T, dsn, prefix string) string { return testdb.TempTable(t, dsn, prefix) }
+
+// CheckTaskDemos runs the demonstration against srv once per demo, each as a
+// subtest, and checks what each observed (CheckTaskDemo). A demo is a binding
+// (jsonrpc or rest), optionally followed by a space and a tenant: "rest acme".
+func CheckTaskDemos(t *testing.T, srv *Server, demos ...string) {
 	t.Helper()
-	b := make([]byte, 8)
-	rand.Read(b)
-	table := prefix + "_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		db, err := sqlx.Open("postgres", dsn)
-		if err != nil {
-			t.Errorf("drop %s: %v", table, err)
-			return
-		}
-		defer db.Close()
-		if _, err := db.Exec(`DROP TABLE IF EXISTS "` + table + `"`); err != nil {
-			t.Errorf("drop %s: %v", table, err)
-		}
-	})
-	return table
+	for _, demo := range demos {
+		binding, tenant, _ := strings.Cut(demo, " ")
+		t.Run(demo, func(t *testing.T) {
+			CheckTaskDemo(t, RunDemo(t, DemoOptions(srv.URL, binding, tenant)))
+		})
+	}
 }
 
 // DemoOptions are the demonstration's options for a server whose agent works for
@@ -395,6 +358,23 @@ func CheckRestart(t *testing.T, run RunFunc, args ...string) {
 	}
 }
 
+// RedisKeys returns the -keys URL of the test Redis (IDEMPOTENCY_REDIS_URL; the test
+// is skipped when it is unset) with a key prefix of the test's own, and checks when
+// the test ends that the server kept keys there (the example did not fall back to its
+// SQL key table).
+func RedisKeys(t *testing.T) string {
+	t.Helper()
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
+	rdb := redistest.Client(t, url)
+	t.Cleanup(func() {
+		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
+			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
+		}
+	})
+	return url + "?prefix=" + prefix
+}
+
 // CheckConcurrentDuplicates sends n identical keyed messages at once to the server's
 // HTTP+JSON binding: every answer must be 200 and name one task, and the agent must
 // have run once.
@@ -443,18 +423,11 @@ func CheckConcurrentDuplicates(t *testing.T, srv *Server, n int) {
 // the server's /debug/vars.
 func Runs(t *testing.T, srv *Server) int64 {
 	t.Helper()
-	resp, err := http.Get(srv.URL + "/debug/vars")
+	n, err := testkit.ReadRuns(context.Background(), http.DefaultClient, srv.URL+"/debug/vars", "agent_runs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var vars struct {
-		Runs *int64 `json:"agent_runs"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&vars); err != nil || vars.Runs == nil {
-		t.Fatalf("/debug/vars: %v, agent_runs %v", err, vars.Runs)
-	}
-	return *vars.Runs
+	return n
 }
 
 // Send posts body to url and returns the response's status and body.
@@ -502,24 +475,6 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		}
 		w.partial = w.partial[i+1:]
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // CheckNoLeaks starts the server with its keys in PostgreSQL behind a DSN that carries

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
+	st "github.com/a2akit/idempotency/internal/testkit/sendtest"
 )
 
 // each runs check for every front and binding, in parallel.
@@ -345,7 +345,7 @@ func TestProxyGracefulShutdown(t *testing.T) {
 	checkRuns(t, up, 1)
 }
 
-// The admin listener: /healthz answers while the key store does, /metrics counts
+// The admin listener: /readyz answers while the key store and the upstream do, /metrics counts
 // the middleware's outcomes and the time it spent (the kit's collector,
 // middleware/metrics) in Prometheus text format.
 func TestProxyAdmin(t *testing.T) {
@@ -354,8 +354,8 @@ func TestProxyAdmin(t *testing.T) {
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
 	_, rest, _ := strings.Cut(p.line, "admin ")
 	admin, _, _ := strings.Cut(rest, ",")
-	if got := string(get(t, admin+"/healthz")); got != "ok\n" {
-		t.Errorf("/healthz: %q", got)
+	if got := string(get(t, admin+"/readyz")); got != "key store: ok\nupstream: ok\n" {
+		t.Errorf("/readyz: %q", got)
 	}
 	m := st.NewMsg(st.JSONRPC, false, "counted")
 	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
 	"github.com/a2akit/idempotency/internal/testkit"
+	st "github.com/a2akit/idempotency/internal/testkit/sendtest"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/sqlstore"
 )
@@ -46,7 +47,7 @@ func TestTwoSidecarsOnePostgresLeaseRace(t *testing.T) {
 		run   = 5 * time.Second
 	)
 	table := testkit.RandomName("kit_lease_race_")
-	db, err := testkit.OpenDB(dsn)
+	db, err := testdb.OpenDB(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

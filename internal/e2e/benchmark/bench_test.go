@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 // BenchmarkSends measures sends to a bare a2a-go echo server and to the same server
@@ -89,14 +90,14 @@ type shape struct {
 // bare server.
 func benchUnkeyed(b *testing.B, sh shape) {
 	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
-	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: testkit.ForTest(b, "mem", 0)})
+	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: testdb.ForTest(b, "mem", 0)})
 	measure(b, sh.conc, kit.unkeyed("k"), bare.unkeyed("b"), "kit/bare", throughputRatio)
 }
 
 // benchFirst compares keyed first sends through the middleware with unkeyed sends to
 // the bare server.
 func benchFirst(b *testing.B, sh shape, index string) {
-	ix := testkit.ForTest(b, index, 4*sh.conc)
+	ix := testdb.ForTest(b, index, 4*sh.conc)
 	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
 	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix})
 	measure(b, sh.conc, kit.first(testkit.RandomName("first-")), bare.unkeyed("b"), "kit/bare", throughputRatio)
@@ -106,7 +107,7 @@ func benchFirst(b *testing.B, sh shape, index string) {
 // keyed sends to the bare server, which runs them as ordinary messages: the kit's own
 // cost, without a2a-go's cost of carrying the key's metadata in the task's history.
 func benchFirstSameBody(b *testing.B, sh shape, index string) {
-	ix := testkit.ForTest(b, index, 4*sh.conc)
+	ix := testdb.ForTest(b, index, 4*sh.conc)
 	bare := start(b, sh, testkit.Config{Agent: testkit.Echo(0)})
 	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix})
 	measure(b, sh.conc, kit.first(testkit.RandomName("first-")), bare.first(testkit.RandomName("bare-")), "kit/bare", throughputRatio)
@@ -115,7 +116,7 @@ func benchFirstSameBody(b *testing.B, sh shape, index string) {
 // benchReplay compares retries of completed keyed sends with keyed first sends, on
 // one server behind the kit.
 func benchReplay(b *testing.B, sh shape, index string, taskReader bool) {
-	ix := testkit.ForTest(b, index, 4*sh.conc)
+	ix := testdb.ForTest(b, index, 4*sh.conc)
 	kit := start(b, sh, testkit.Config{Agent: testkit.Echo(0), Index: ix, TaskReader: taskReader})
 	// The keys to replay, sent once and completed before the clock starts.
 	const keys = 256

@@ -21,7 +21,7 @@
 //     first sends on the same server; replay/first is the latency ratio (SPEC: at
 //     most 0.5).
 //
-// The client posts the A2A wire JSON with net/http (package wireclient builds the
+// The client posts the A2A wire JSON with net/http (package testkit/wireclient builds
 // bodies) and checks each answer for a task, so the client's cost is low and the
 // same on both sides. It runs in the same process as the servers, so on a machine
 // with few cores the ratios include the client's share of the CPU, which is the same

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 // longVar selects the long form: IDEMPOTENCY_LONG=1.
@@ -37,7 +38,7 @@ func TestCrash(t *testing.T) {
 			var store, table string
 			switch kind {
 			case "sqlite":
-				if !testkit.SQLiteAvailable() {
+				if !testdb.SQLiteAvailable() {
 					t.Skip("SQLite needs cgo (CGO_ENABLED=1)")
 				}
 				store = filepath.Join(t.TempDir(), "keys.db")
@@ -45,7 +46,7 @@ func TestCrash(t *testing.T) {
 				store = testkit.PostgresDSN(t)
 				table = testkit.RandomName("kit_crash_")
 				t.Cleanup(func() {
-					ix, err := testkit.Open(context.Background(), store, table, 1)
+					ix, err := testdb.Open(context.Background(), store, table, 1)
 					if err != nil {
 						t.Errorf("drop %s: %v", table, err)
 						return

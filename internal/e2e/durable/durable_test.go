@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 const serverPkg = "github.com/a2akit/idempotency/internal/e2e/durable/durableserver"
@@ -29,7 +30,7 @@ const serverPkg = "github.com/a2akit/idempotency/internal/e2e/durable/durableser
 // that cannot know that no replica runs it only until the lease ends. The agent ran
 // once per message.
 func TestRestart(t *testing.T) {
-	if !testkit.SQLiteAvailable() {
+	if !testdb.SQLiteAvailable() {
 		t.Skip("SQLite needs cgo (CGO_ENABLED=1)")
 	}
 	bin := testkit.BuildCommand(t, serverPkg)
@@ -285,7 +286,7 @@ func do(t *testing.T, base string, s wireclient.Send) wireclient.Answer {
 // waitBound waits until every send's key is bound to a task in the SQLite file.
 func waitBound(t *testing.T, path string, sends []wireclient.Send) {
 	t.Helper()
-	ix, err := testkit.Open(context.Background(), testkit.SQLiteDSN(path), "", 1)
+	ix, err := testdb.Open(context.Background(), testdb.SQLiteDSN(path), "", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func roundRobin(t *testing.T, upstreams ...string) string {
 func postgresSchema(t *testing.T) string {
 	t.Helper()
 	dsn := testkit.PostgresDSN(t)
-	db, err := testkit.OpenDB(dsn)
+	db, err := testdb.OpenDB(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

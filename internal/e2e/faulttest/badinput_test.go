@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -50,7 +50,7 @@ func envelope(s wireclient.Send, params string) string {
 // over the limit (413), truncated JSON, wrong types, huge and deep metadata,
 // non-UTF-8 keys, keys with CR/LF or NUL, on both bindings, unary and streaming.
 func TestBadInput(t *testing.T) {
-	var kitLogs, a2aLogs lockedBuffer
+	var kitLogs, a2aLogs testkit.Buffer
 	debug := &slog.HandlerOptions{Level: slog.LevelDebug}
 	// a2a-go's transports log through the logger of the request context, which is
 	// slog.Default; its handler through a2asrv.WithLogger (Config.Logger).

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency/internal/e2e/loadtest"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -124,7 +125,7 @@ func TestPostgresCutMidLoad(t *testing.T) {
 	u.Host = p.addr()
 
 	table := testkit.RandomName("kit_cut_")
-	ix, err := testkit.Open(context.Background(), u.String(), table, 16)
+	ix, err := testdb.Open(context.Background(), u.String(), table, 16)
 	if err != nil {
 		t.Fatalf("%s is set but the database is unreachable through the proxy: %v", testkit.PostgresDSNVar, err)
 	}

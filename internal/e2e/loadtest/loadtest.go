@@ -53,8 +53,8 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 // Config configures Run. Zero fields take the defaults named in their comments.

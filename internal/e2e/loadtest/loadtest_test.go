@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2akit/idempotency/internal/e2e/loadtest"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -28,7 +29,7 @@ func long() bool { return os.Getenv(longVar) != "" }
 // after its claim (the check that no key is also answered TaskNotFound caught it).
 func serve(t *testing.T, kind string, delay time.Duration) *testkit.Running {
 	t.Helper()
-	ix := testkit.ForTest(t, kind, 32)
+	ix := testdb.ForTest(t, kind, 32)
 	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(delay),
 		Index:      ix,
 		Middleware: middleware.Options{Lease: 5 * time.Second},
@@ -53,7 +54,7 @@ func report(t *testing.T, rep *loadtest.Report) {
 // Many clients, duplicates racing their first send, conflicts and dropped sends on
 // both bindings, unary and streaming: every key runs the agent exactly once.
 func TestLoad(t *testing.T) {
-	for _, kind := range testkit.Kinds {
+	for _, kind := range testdb.Kinds {
 		t.Run("index="+kind, func(t *testing.T) {
 			srv := serve(t, kind, 2*time.Millisecond)
 			cfg := loadtest.Config{BaseURL: srv.URL, Clients: 16, Requests: 600, Duration: 5 * time.Second,

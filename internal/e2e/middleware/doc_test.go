@@ -1,6 +1,8 @@
 // Package middleware_test runs the middleware's tests that need a2a-go v0.3.x
-// (github.com/a2aproject/a2a-go), which the library's go.mod must not list: a
-// server and client of that version behind the middleware, and the fixtures the
-// middleware's v0.3 reader and converter are held to. The middleware's other tests
+// (github.com/a2aproject/a2a-go), which the library's go.mod must not list: a2a-go
+// v0.3.x's own server and client behind the middleware, the fixtures the v0.3 reader
+// and converter in middleware/ are held to, the v0.3 agent cards, and each v0.3
+// dialect (through a2a-go v2's a2acompat/a2av0, which imports a2a-go v0.3.x and gRPC)
+// held to its v1.0 counterpart scenario by scenario. The middleware's other tests
 // live beside it, in middleware/.
 package middleware_test

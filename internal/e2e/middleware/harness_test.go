@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +20,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
@@ -89,33 +86,19 @@ type harnessConfig struct {
 	noIndex bool
 	opts    middleware.Options                   // ReplayWait defaults to 300ms here
 	card    http.Handler                         // nil: a static a2a-go card
-	inner   http.Handler                         // nil: the a2a-go mux
-	record  bool                                 // record what the wrapped handler received and wrote
 	tasks   func(*harness) middleware.TaskSource // sets opts.Tasks
-	// mount, when set, adds routes to the a2a-go mux, over its request handler.
-	mount func(mux *http.ServeMux, rh a2asrv.RequestHandler)
-	// wrap, when set, wraps the a2a-go mux (not inner) before the middleware.
-	wrap func(http.Handler) http.Handler
-	// served records what the middleware answered, in harness.served (the
-	// middleware then writes to a wrapped ResponseWriter).
-	served bool
-	// adapter runs the agent behind the kit's adapter, which binds the key before
-	// the agent starts.
-	adapter bool
 }
 
 type harness struct {
-	t      *testing.T
-	agent  *testkit.Agent
-	store  *testkit.HidingStore
-	index  idempotency.KeyIndex
-	inner  http.Handler // what the middleware wraps
-	srv    *httptest.Server
-	wire   *recordingTransport
-	hc     *http.Client
-	logs   *lockedBuffer
-	innerR *innerRecorder
-	served *servedRecorder // what the middleware answered
+	t     *testing.T
+	agent *testkit.Agent
+	store *testkit.HidingStore
+	index idempotency.KeyIndex
+	inner http.Handler // what the middleware wraps
+	srv   *httptest.Server
+	wire  *recordingTransport
+	hc    *http.Client
+	logs  *testkit.Buffer
 
 	mu     sync.Mutex
 	events []middleware.Event
@@ -123,13 +106,9 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, agent: newAgent(), logs: &lockedBuffer{}}
+	h := &harness{t: t, agent: newAgent(), logs: &testkit.Buffer{}}
 	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
-	var exec a2asrv.AgentExecutor = h.agent
-	if cfg.adapter {
-		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
-	}
-	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
@@ -142,20 +121,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, card)
 	mux.Handle(legacyCardPath, card) // as v0.3 servers often still serve it
-	if cfg.mount != nil {
-		cfg.mount(mux, rh)
-	}
 	h.inner = mux
-	if cfg.wrap != nil {
-		h.inner = cfg.wrap(mux)
-	}
-	if cfg.inner != nil {
-		h.inner = cfg.inner
-	}
-	if cfg.record {
-		h.innerR = &innerRecorder{next: h.inner}
-		h.inner = h.innerR
-	}
 	h.index = cfg.index
 	if h.index == nil && !cfg.noIndex {
 		h.index = memstore.New(memstore.Options{})
@@ -163,12 +129,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	if cfg.tasks != nil {
 		cfg.opts.Tasks = cfg.tasks(h)
 	}
-	var front http.Handler = h.middleware(cfg.opts)(h.inner)
-	if cfg.served {
-		h.served = &servedRecorder{next: front}
-		front = h.served
-	}
-	h.srv = httptest.NewServer(front)
+	h.srv = httptest.NewServer(h.middleware(cfg.opts)(h.inner))
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(h.releaseAgents)
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -203,49 +164,12 @@ func (h *harness) middleware(opts middleware.Options) func(http.Handler) http.Ha
 	return mw
 }
 
-// secondServer serves the same server through another middleware over the same
-// index, as a second process would.
-func (h *harness) secondServer(opts middleware.Options) string {
-	srv := httptest.NewServer(h.middleware(opts)(h.inner))
-	h.t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // releaseAgents lets every blocked agent go on.
 func (h *harness) releaseAgents() {
 	select {
 	case <-h.agent.Hold:
 	default:
 		close(h.agent.Hold)
-	}
-}
-
-// outcomes returns the outcomes observed so far.
-func (h *harness) outcomes() []middleware.Outcome {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []middleware.Outcome
-	for _, e := range h.events {
-		out = append(out, e.Outcome)
-	}
-	return out
-}
-
-// expectOutcomes waits until the middleware observed as many sends as want lists
-// (a send is observed when its handler returns, which may be after its client read
-// the answer), and checks that the outcomes are want's, in any order.
-func (h *harness) expectOutcomes(want ...middleware.Outcome) {
-	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.outcomes()) < len(want) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	got := h.outcomes()
-	slices.Sort(got)
-	want = slices.Clone(want)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		h.t.Fatalf("observed outcomes %v, want %v", got, want)
 	}
 }
 
@@ -293,9 +217,6 @@ var (
 	rest03    = dialect{"HTTP+JSON", "0.3"}
 )
 
-// dialects are every dialect the middleware serves.
-var dialects = []dialect{jsonrpc10, rest10, jsonrpc03, rest03}
-
 func (d dialect) String() string { return d.binding + "-" + d.version }
 
 // A mode is a dialect and whether the send streams.
@@ -312,8 +233,6 @@ func modesOf(ds ...dialect) []mode {
 	}
 	return ms
 }
-
-var modes = modesOf(dialects...)
 
 func (m mode) String() string {
 	if m.streaming {
@@ -410,64 +329,6 @@ func finalState(evs []a2a.Event) a2a.TaskState {
 	return st
 }
 
-// waitState polls the task through c until it reaches state.
-func waitState(t *testing.T, c *a2aclient.Client, id a2a.TaskID, state a2a.TaskState) *a2a.Task {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		task, err := c.GetTask(context.Background(), &a2a.GetTaskRequest{ID: id})
-		if err == nil && task.Status.State == state {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s did not reach %s (last: %v, %v)", id, state, task, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitInactive waits until a2a-go no longer runs an execution for task id: a
-// subscription to it then fails.
-func waitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var err error
-		for _, err = range c.SubscribeToTask(context.Background(), &a2a.SubscribeToTaskRequest{ID: id}) {
-			if err != nil {
-				break
-			}
-		}
-		if errors.Is(err, a2a.ErrTaskNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still has an active execution", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *lockedBuffer) String() string { return string(b.Bytes()) }
-
 // recordingTransport records every exchange of the clients, as the client sent and
 // received it.
 type recordingTransport struct {
@@ -482,14 +343,14 @@ type wireExchange struct {
 	reqBody      []byte
 	status       int
 	header       http.Header
-	respBody     *lockedBuffer
+	respBody     *testkit.Buffer
 }
 
 func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt.discard {
 		return rt.base.RoundTrip(req)
 	}
-	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &lockedBuffer{}}
+	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &testkit.Buffer{}}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -514,13 +375,6 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	return resp, nil
 }
 
-// exchanges returns the exchanges recorded so far.
-func (rt *recordingTransport) exchanges() []*wireExchange {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return append([]*wireExchange(nil), rt.log...)
-}
-
 // last returns the last exchange recorded.
 func (rt *recordingTransport) last() *wireExchange {
 	rt.mu.Lock()
@@ -529,115 +383,4 @@ func (rt *recordingTransport) last() *wireExchange {
 		return nil
 	}
 	return rt.log[len(rt.log)-1]
-}
-
-func typeName(v any) string { return fmt.Sprintf("%T", v) }
-
-// innerRecorder records what the wrapped handler received and wrote.
-type innerRecorder struct {
-	next http.Handler
-	mu   sync.Mutex
-	log  []*innerExchange
-}
-
-type innerExchange struct {
-	method, path string
-	reqBody      []byte
-	wrapped      bool // the ResponseWriter was not net/http's own
-	respBody     *lockedBuffer
-}
-
-func (ir *innerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &innerExchange{method: r.Method, path: r.URL.Path, respBody: &lockedBuffer{}}
-	x.wrapped = !strings.HasPrefix(typeName(w), "*http.")
-	body, _ := io.ReadAll(r.Body)
-	x.reqBody = body
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	ir.mu.Lock()
-	ir.log = append(ir.log, x)
-	ir.mu.Unlock()
-	ir.next.ServeHTTP(&teeWriter{ResponseWriter: w, tee: x.respBody}, r)
-}
-
-func (ir *innerRecorder) exchanges() []*innerExchange {
-	ir.mu.Lock()
-	defer ir.mu.Unlock()
-	return append([]*innerExchange(nil), ir.log...)
-}
-
-// teeWriter copies what is written to tee; it flushes and unwraps.
-type teeWriter struct {
-	http.ResponseWriter
-	tee io.Writer
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.tee.Write(p)
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *teeWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// servedRecorder records what the handler it wraps (the middleware) answered each
-// request, in the order the requests came.
-type servedRecorder struct {
-	next http.Handler
-	mu   sync.Mutex
-	log  []*servedAnswer
-}
-
-type servedAnswer struct {
-	path   string
-	mu     sync.Mutex
-	status int
-	body   *lockedBuffer
-	left   chan struct{} // closed when the request's context ends (its client left, or it was answered)
-}
-
-// code returns the status answered, 0 when nothing was.
-func (a *servedAnswer) code() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
-}
-
-func (sr *servedRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a := &servedAnswer{path: r.URL.Path, body: &lockedBuffer{}, left: make(chan struct{})}
-	context.AfterFunc(r.Context(), func() { close(a.left) })
-	sr.mu.Lock()
-	sr.log = append(sr.log, a)
-	sr.mu.Unlock()
-	sr.next.ServeHTTP(&statusWriter{teeWriter: teeWriter{ResponseWriter: w, tee: a.body}, a: a}, r)
-}
-
-func (sr *servedRecorder) answers() []*servedAnswer {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	return append([]*servedAnswer(nil), sr.log...)
-}
-
-// statusWriter is a teeWriter that records the status.
-type statusWriter struct {
-	teeWriter
-	a *servedAnswer
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.a.mu.Lock()
-	if w.a.status == 0 && code >= 200 {
-		w.a.status = code
-	}
-	w.a.mu.Unlock()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	w.a.mu.Lock()
-	if w.a.status == 0 {
-		w.a.status = http.StatusOK
-	}
-	w.a.mu.Unlock()
-	return w.teeWriter.Write(p)
 }

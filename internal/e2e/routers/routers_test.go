@@ -17,8 +17,8 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	st "github.com/a2akit/idempotency/internal/e2e/sendtest"
 	"github.com/a2akit/idempotency/internal/testkit"
+	st "github.com/a2akit/idempotency/internal/testkit/sendtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )

@@ -62,6 +62,10 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 func main() {
 	var in []io.Reader
 	for _, path := range os.Args[1:] {
+		if path == "-h" || path == "-help" || path == "--help" {
+			fmt.Println("usage: benchratio [file ...]: prints the kit/bare and replay/first ratios of go test -bench output (standard input when no file is named) against SPEC §5")
+			return
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchratio:", err)

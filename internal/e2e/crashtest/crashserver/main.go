@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -46,7 +47,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ix, err := testkit.Open(context.Background(), *store, *table, 16)
+	ix, err := testdb.Open(context.Background(), *store, *table, 16)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
@@ -64,7 +65,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	db, err := testkit.OpenDB(*dsn)
+	db, err := testdb.OpenDB(*dsn)
 	if err != nil {
 		return err
 	}

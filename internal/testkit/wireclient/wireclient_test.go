@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/adapter/keyedclient"
+	"github.com/a2akit/idempotency/examples/internal/echo"
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
 	"github.com/a2akit/idempotency/grpcbinding"
 )
@@ -83,7 +84,7 @@ func TestGRPC(t *testing.T) {
 // agentRuns reads agent_runs from the server's /debug/vars.
 func agentRuns(t *testing.T, url string) int64 {
 	t.Helper()
-	resp, err := http.Get(url + varsPath)
+	resp, err := http.Get(url + echo.VarsPath)
 	if err != nil {
 		t.Fatal(err)
 	}

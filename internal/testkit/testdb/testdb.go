@@ -1,19 +1,16 @@
-package testkit
-
-// The index openers: the kit's bundled indexes (memstore, and sqlstore on SQLite or
+// Package testdb opens the kit's bundled indexes (memstore, and sqlstore on SQLite or
 // PostgreSQL) from a short spec, for the benchmarks, the load harness, the crash
 // test's server and the fault tests. A spec is "mem", a postgres:// (or
 // postgresql://) DSN, or a SQLite file path, optionally prefixed with "sqlite:".
 // SQLite needs cgo (the mattn/go-sqlite3 driver); PostgreSQL is reached through
-// lib/pq.
+// lib/pq. It is apart from package testkit so that a module whose tests use the kit
+// (grpcbinding) need not list the SQL drivers.
+package testdb
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +19,10 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/sqlstore"
 )
-
-// PostgresDSNVar names the environment variable that points tests at a PostgreSQL
-// database, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
-const PostgresDSNVar = "IDEMPOTENCY_POSTGRES_DSN"
 
 // Index is an opened index and what it runs on.
 type Index struct {
@@ -84,7 +78,7 @@ func OpenDB(spec string) (*sqlx.DB, error) {
 		return sqlx.Open("postgres", spec)
 	}
 	if openSQLite == nil {
-		return nil, errors.New("testkit: SQLite needs a build with cgo (CGO_ENABLED=1)")
+		return nil, errors.New("testdb: SQLite needs a build with cgo (CGO_ENABLED=1)")
 	}
 	return openSQLite(strings.TrimPrefix(spec, "sqlite:"))
 }
@@ -101,7 +95,7 @@ func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) 
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("testkit: %s unreachable: %w", kind, err)
+		return nil, fmt.Errorf("testdb: %s unreachable: %w", kind, err)
 	}
 	st, err := sqlstore.New(db, sqlstore.Options{Table: table})
 	if err != nil {
@@ -115,19 +109,12 @@ func finish(ctx context.Context, db *sqlx.DB, kind, table string, maxConns int) 
 	return &Index{KeyIndex: st, DB: db, Table: table}, nil
 }
 
-// RandomName returns a name no other run uses: prefix and 12 hex digits.
-func RandomName(prefix string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // Kinds lists the index kinds ForTest opens.
 var Kinds = []string{"mem", "sqlite", "postgres"}
 
 // ForTest opens an index of kind ("mem", "sqlite" or "postgres") for a test or
 // benchmark, closed (and its table dropped) when tb ends: SQLite in a file under
-// tb.TempDir, PostgreSQL in a table of a unique name on the database PostgresDSNVar
+// tb.TempDir, PostgreSQL in a table of a unique name on the database testkit.PostgresDSNVar
 // names. It skips tb when the kind is not available (no cgo for SQLite, the variable
 // unset for PostgreSQL) and fails it when PostgreSQL is configured but unreachable.
 func ForTest(tb testing.TB, kind string, maxConns int) *Index {
@@ -142,11 +129,11 @@ func ForTest(tb testing.TB, kind string, maxConns int) *Index {
 		}
 		spec = SQLiteDSN(tb.TempDir() + "/keys.db")
 	case "postgres":
-		spec = PostgresDSN(tb)
+		spec = testkit.PostgresDSN(tb)
 	default:
 		tb.Fatalf("unknown index kind %q", kind)
 	}
-	ix, err := Open(context.Background(), spec, RandomName("kit_test_"), maxConns)
+	ix, err := Open(context.Background(), spec, testkit.RandomName("kit_test_"), maxConns)
 	if err != nil {
 		tb.Fatalf("open %s index: %v", kind, err)
 	}
@@ -161,16 +148,6 @@ func ForTest(tb testing.TB, kind string, maxConns int) *Index {
 	return ix
 }
 
-// PostgresDSN returns the DSN in PostgresDSNVar, skipping tb when it is unset.
-func PostgresDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := os.Getenv(PostgresDSNVar)
-	if dsn == "" {
-		tb.Skipf("PostgreSQL is not configured: set %s, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable", PostgresDSNVar)
-	}
-	return dsn
-}
-
 // sqliteParams are the connection parameters sqlstore's documentation recommends for
 // SQLite.
 const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16"
@@ -178,4 +155,43 @@ const sqliteParams = "_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stm
 // SQLiteDSN returns the DSN sqlstore's documentation recommends for the file at path.
 func SQLiteDSN(path string) string {
 	return "sqlite:file:" + path + "?" + sqliteParams
+}
+
+// Postgres returns the DSN of the test database ([testkit.PostgresDSN]) once it has
+// answered a ping: it skips tb when the variable is unset, and fails it when the
+// database cannot be reached.
+func Postgres(tb testing.TB) string {
+	tb.Helper()
+	dsn := testkit.PostgresDSN(tb)
+	db, err := OpenDB(dsn)
+	if err != nil {
+		tb.Fatalf("%s: %v", testkit.PostgresDSNVar, err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		tb.Fatalf("%s is set but the database cannot be reached: %v", testkit.PostgresDSNVar, err)
+	}
+	return dsn
+}
+
+// TempTable returns a table name no other run uses (prefix, "_" and random hex), for
+// a server under test to create in the PostgreSQL database at dsn, and drops that
+// table when tb ends.
+func TempTable(tb testing.TB, dsn, prefix string) string {
+	tb.Helper()
+	table := testkit.RandomName(prefix + "_")
+	tb.Cleanup(func() {
+		db, err := OpenDB(dsn)
+		if err != nil {
+			tb.Errorf("drop %s: %v", table, err)
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DROP TABLE IF EXISTS "` + table + `"`); err != nil {
+			tb.Errorf("drop %s: %v", table, err)
+		}
+	})
+	return table
 }

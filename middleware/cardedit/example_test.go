@@ -3,7 +3,7 @@ package cardedit_test
 import (
 	"fmt"
 
-	"github.com/a2akit/idempotency/internal/cardedit"
+	"github.com/a2akit/idempotency/middleware/cardedit"
 )
 
 func ExampleAddExtension() {

@@ -1,8 +1,9 @@
 // Package cardedit edits an A2A agent card as bytes: it changes the members it is
 // asked to change and copies every other byte of the card as the server wrote it,
 // so member order, formatting, unknown members and escapes survive. The middleware
-// uses it to list the idempotency extension; the sidecar uses it to point the
-// card's interfaces at its public URL.
+// uses it to list the idempotency extension; the sidecar (cmd/a2a-idempotency-proxy)
+// uses it to point the card's interfaces at its public URL; a card handler or proxy
+// of your own can do either. It imports the standard library only.
 //
 // Members are found the way encoding/json (and so a2a-go's client) finds them:
 // names match case-insensitively, with Go's folding, and of duplicate members the
@@ -13,8 +14,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Outcome says what AddExtension did.
@@ -326,132 +325,4 @@ func lineIndent(card []byte, i int) string {
 		end++
 	}
 	return string(card[start:end])
-}
-
-// member is a member of an object: its name, where its name starts, its colon,
-// and its value's span.
-type member struct {
-	name            string
-	key, colon, val int
-	end             int
-}
-
-// is reports whether encoding/json would decode the member into a struct field
-// named name (ASCII): names match under Go's case folding.
-func (m member) is(name string) bool {
-	return bytes.Equal(foldName([]byte(m.name)), foldName([]byte(name)))
-}
-
-// members returns the members of the object opening at open, in order. card is
-// valid JSON.
-func members(card []byte, open int) []member {
-	var ms []member
-	i := skipWS(card, open+1)
-	for card[i] != '}' {
-		var m member
-		m.key = i
-		keyEnd := stringEnd(card, i)
-		if bytes.IndexByte(card[i:keyEnd], '\\') < 0 {
-			m.name = string(card[i+1 : keyEnd-1])
-		} else {
-			_ = json.Unmarshal(card[i:keyEnd], &m.name)
-		}
-		m.colon = skipWS(card, keyEnd)
-		m.val = skipWS(card, m.colon+1)
-		m.end = valueEnd(card, m.val)
-		ms = append(ms, m)
-		i = skipWS(card, m.end)
-		if card[i] == ',' {
-			i = skipWS(card, i+1)
-		}
-	}
-	return ms
-}
-
-// span is a value's place in a card.
-type span struct{ start, end int }
-
-// elements returns the elements of the array opening at open, in order.
-func elements(card []byte, open int) []span {
-	var els []span
-	i := skipWS(card, open+1)
-	for card[i] != ']' {
-		end := valueEnd(card, i)
-		els = append(els, span{i, end})
-		i = skipWS(card, end)
-		if card[i] == ',' {
-			i = skipWS(card, i+1)
-		}
-	}
-	return els
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the end of the string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
-}
-
-// valueEnd returns the end of the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
-		i++
-	}
-	return i
-}
-
-// foldName folds a member name as encoding/json does to match it to a field.
-func foldName(in []byte) []byte {
-	var out []byte
-	for i := 0; i < len(in); {
-		if c := in[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(in[i:])
-		for {
-			r2 := unicode.SimpleFold(r)
-			if r2 <= r {
-				r = r2
-				break
-			}
-			r = r2
-		}
-		out = utf8.AppendRune(out, r)
-		i += n
-	}
-	return out
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package testkit
+package testdb
 
 import (
 	"strings"

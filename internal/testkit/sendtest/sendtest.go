@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
-	"github.com/a2akit/idempotency/internal/e2e/wireclient"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
 // Binding is an A2A v1.0 binding, as wireclient names them.
