@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/a2akit/idempotency/redisstore v0.0.0-20261201201351-00129d898b87
 	github.com/a2aproject/a2a-go/v2 v2.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
