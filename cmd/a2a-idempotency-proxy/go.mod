@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/a2akit/idempotency v0.0.0-20261201213629-c56ce410d67a
+	github.com/a2akit/idempotency/redisstore v0.0.0-20261201213629-c56ce410d67a
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/prometheus/client_golang v1.24.1
@@ -17,7 +18,6 @@ require (
 )
 
 require (
-	github.com/a2akit/idempotency/redisstore v0.0.0-20261201213629-c56ce410d67a
 	github.com/a2aproject/a2a-go/v2 v2.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
