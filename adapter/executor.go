@@ -96,46 +96,40 @@ func refuseUnclaimed(ctx context.Context, logger *slog.Logger, msg *a2a.Message,
 // the one being executed, which only a broken context chain can produce.
 var errOtherMessage = errors.New("adapter: the claim in the request context belongs to another message")
 
-// Executor is an a2asrv.AgentExecutor that binds the middleware's claim to the task
-// before the wrapped agent runs. Create it with [NewExecutor] and pass it to
-// a2asrv.NewHandler in place of the agent. It is safe for concurrent use.
+// Executor is an a2asrv.AgentExecutor that takes part in keeping the middleware's
+// claim on a keyed send true to what the agent did. Create it with [NewExecutor] and
+// pass it to a2asrv.NewHandler in place of the agent. It is safe for concurrent use.
 //
-// For a keyed first send (the request context carries a [middleware.ClaimedSend]),
-// Execute does, in order:
+// For a keyed first send (the request context carries a [middleware.ClaimedSend])
+// of a new task, Execute runs the agent without binding anything: the key is bound
+// once the task is stored (by sqlstore/a2atasks in the transaction that stores it,
+// by [BindingStore] right after the first save, or else by the middleware from the
+// answer's first event), so it never names a task that was not stored. Execute
+// does, at the agent's first event:
 //
-//  1. Bind the key to [a2asrv.ExecutorContext.TaskID]: the id a2a-go generated for a
-//     new task, or the existing task's id for a follow-up (a message that names a
-//     task). From then on a retry gets the task at once, in whatever state it has
-//     reached, even while a long blocking send is still running. Binding happens
-//     after a2a-go has accepted the message and after every
-//     a2asrv.ExecutorContextInterceptor has run, so a send that a2a-go or an
-//     interceptor refuses leaves the claim unbound, and the middleware releases it.
-//  2. When the binding fails, the agent does not run: Execute yields an error wrapping
-//     [ErrNotBound] and the cause. For a new task, a2a-go answers the send with that
-//     error (a JSON-RPC internal error, or HTTP 500) and creates no task; the middleware
-//     turns a non-streamed answer into its fail-closed 503 with Retry-After (a stream has
-//     sent its headers already, and keeps a2a-go's error event), and releases the claim
-//     if it still owns it, so an identical retry runs normally (or, after a takeover, is
-//     answered by the new owner). For a follow-up, a2a-go
-//     v2.4.0 turns any executor error on an existing task into a FAILED task; install
-//     [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go changes
-//     the task.
-//  3. Run the agent. When its first event is an *a2a.Message (the agent answered
-//     without creating a task), record the Message as the key's reply (the binding
-//     keeps the task id and gains the Message as A2A JSON) before passing the event on,
-//     so that a retry gets the same Message even when the first response was lost. A
-//     failure to record it is logged and the Message is still passed on: the client
-//     that is waiting gets its answer, and a retry finds the key bound to a task that
-//     never existed (TaskNotFound) rather than running the agent again. A follow-up's
-//     Message reply is not recorded: a2a-go refuses a Message on an existing task
-//     (the task fails), and a retry gets that task.
+//  1. Tell the middleware that the agent ran ([middleware.ClaimedSend.Hold]): if
+//     the send then fails (the first save or its bind failed), the key is not
+//     released, since a retry would run the agent again; it stays pending until its
+//     lease ends. An agent that fails before its first event has stored nothing, and
+//     the middleware releases the key, so that an identical retry runs normally.
+//  2. When that event is an *a2a.Message (the agent answered without creating a
+//     task), record the Message as the key's reply before passing it on, so that a
+//     retry gets the same Message even when the first response was lost. A failure to
+//     record it is logged and the Message is still passed on; the middleware then
+//     binds the reply it reads from the answer.
 //
-// Between step 1 and the first save of a new task (a2a-go saves it when the agent
-// yields its first *a2a.Task, which may be long after the agent started), and, for an
-// agent that answers with a Message, until that Message is recorded, the key names a
-// task the task store does not have (yet). A retry in that window must be answered as
-// "still in flight" (wait, or 409 with Retry-After), not TaskNotFound; that is the
-// middleware's job, since only it answers retries.
+// A retry before the task is stored (before the agent's first event) waits up to the
+// middleware's ReplayWait for the binding and is then answered 409 with
+// Retry-After; from the first save on, a retry gets the task at once, in whatever
+// state it has reached, even while a long blocking send is still running.
+//
+// For a follow-up (a message that names an existing task), the task exists, so
+// Execute binds the key to it before the agent runs, and does not run the agent when
+// that fails: it yields an error wrapping [ErrNotBound] and the cause. a2a-go v2.4.0
+// turns any executor error on an existing task into a FAILED task; install
+// [FollowUpBinder] so that follow-ups are bound, and refused, before a2a-go changes
+// the task. A follow-up's Message reply is not recorded: a2a-go refuses a Message on
+// an existing task (the task fails), and a retry gets that task.
 //
 // The index is called with the executor's context, which a2a-go detaches from the
 // request (no deadline, never cancelled by the client); the index must bound its own
@@ -183,18 +177,36 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 		}
 		return e.agent.Execute(ctx, execCtx)
 	}
+	if execCtx.StoredTask != nil {
+		// A follow-up: its task exists, so the key is bound to it before the agent
+		// runs (FollowUpBinder has bound it already, when installed).
+		return func(yield func(a2a.Event, error) bool) {
+			binding := idempotency.Binding{TaskID: string(execCtx.TaskID)}
+			if err := bindClaim(ctx, e.logger, claim, execCtx.Message, binding); err != nil {
+				yield(nil, err)
+				return
+			}
+			for event, err := range e.agent.Execute(ctx, execCtx) {
+				if !yield(event, err) {
+					return
+				}
+			}
+		}
+	}
 	return func(yield func(a2a.Event, error) bool) {
-		binding := idempotency.Binding{TaskID: string(execCtx.TaskID)}
-		if err := bindClaim(ctx, e.logger, claim, execCtx.Message, binding); err != nil {
-			yield(nil, err)
+		if claim.MessageID() != execCtx.Message.ID {
+			yield(nil, bindClaim(ctx, e.logger, claim, execCtx.Message, idempotency.Binding{TaskID: string(execCtx.TaskID)}))
 			return
 		}
 		first := true
 		for event, err := range e.agent.Execute(ctx, execCtx) {
-			if first {
+			if first && err == nil && event != nil {
 				first = false
-				if msg, ok := event.(*a2a.Message); ok && err == nil && execCtx.StoredTask == nil {
-					e.recordReply(ctx, claim, execCtx.TaskID, msg)
+				// The agent has produced something: from now on a failure of the send
+				// must not release the key.
+				claim.Hold()
+				if msg, ok := event.(*a2a.Message); ok {
+					e.recordReply(ctx, claim, msg)
 				}
 			}
 			if !yield(event, err) {
@@ -205,15 +217,17 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 }
 
 // recordReply binds the agent's Message reply to the claim. A failure is logged only:
-// the Message is passed on either way.
-func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSend, taskID a2a.TaskID, msg *a2a.Message) {
+// the Message is passed on either way, and the middleware binds the reply it reads
+// from the answer.
+func (e *Executor) recordReply(ctx context.Context, claim *middleware.ClaimedSend, msg *a2a.Message) {
 	reply, err := json.Marshal(msg)
 	if err == nil {
-		err = claim.Bind(ctx, idempotency.Binding{TaskID: string(taskID), Reply: reply})
+		err = claim.Bind(ctx, idempotency.Binding{Reply: reply})
 	}
 	if err != nil {
-		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; a retry of this send will get TaskNotFound",
-			claimAttrs(claim, string(taskID), err)...)
+		e.logger.ErrorContext(ctx, "adapter: could not record the agent's Message reply; the middleware will bind the reply it "+
+			"reads from the answer, and if it cannot either, the key stays pending until its lease ends",
+			claimAttrs(claim, "", err)...)
 	}
 }
 

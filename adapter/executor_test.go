@@ -1,15 +1,12 @@
 package adapter_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,7 +30,7 @@ func keyedServer(t *testing.T, agent a2asrv.AgentExecutor, index idempotency.Key
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := testkit.NewStore()
+	store := adapter.NewBindingStore(testkit.NewStore(), adapter.Options{})
 	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{})))
 	return testkit.NewServer(t, testkit.Config{Executor: adapter.NewExecutor(agent, adapter.Options{}),
 		Wrap:           mw,
@@ -132,15 +129,16 @@ func TestBlockingSendCutMidRunIsReplayedWhileRunning(t *testing.T) {
 	}
 }
 
-// The key is bound to the task a2a-go generated before the agent's first step: when
-// the agent starts, the index already names its task. This also proves that the
-// request context, with the middleware's claim, reaches the executor.
-func TestKeyBoundBeforeAgentRuns(t *testing.T) {
+// The key is bound to its task once the task is stored, not before: while the agent
+// starts (before its first event) the key is pending, and once a2a-go stored the
+// task the index names it. This also proves that the request context, with the
+// middleware's claim, reaches the task store.
+func TestKeyBoundWhenTaskStored(t *testing.T) {
 	index := memstore.New(memstore.Options{})
 	agent := &testkit.Agent{Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
 	srv := keyedServer(t, agent, index, middleware.Options{})
 	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
-	msg, key := keyedMessage(t, "bind first")
+	msg, key := keyedMessage(t, "bind on save")
 
 	done := make(chan error, 1)
 	go func() {
@@ -148,12 +146,23 @@ func TestKeyBoundBeforeAgentRuns(t *testing.T) {
 		done <- err
 	}()
 	taskID := <-agent.Started
+	// The agent has not yielded yet (it waits for Started to be read before its
+	// first event); the key is pending unless the task is stored already.
 	rec, ok, err := index.Lookup(context.Background(), "", key)
 	if err != nil || !ok {
-		t.Fatalf("Lookup while the agent runs: ok=%v err=%v", ok, err)
+		t.Fatalf("Lookup as the agent starts: ok=%v err=%v", ok, err)
 	}
-	if rec.TaskID != string(taskID) || rec.MessageID != msg.ID {
-		t.Errorf("while the agent runs the key names task %q for message %q, want %q for %q", rec.TaskID, rec.MessageID, taskID, msg.ID)
+	if !rec.Pending() && srv.Task(t, taskID) == nil {
+		t.Errorf("as the agent starts the key names task %q, which is not stored", rec.TaskID)
+	}
+	testkit.WaitFor(t, "the task to be working", func() bool {
+		task := srv.Task(t, taskID)
+		return task != nil && task.Status.State == a2a.TaskStateWorking
+	})
+	rec, ok, err = index.Lookup(context.Background(), "", key)
+	if err != nil || !ok || rec.TaskID != string(taskID) || rec.MessageID != msg.ID {
+		t.Errorf("once the task is stored the key names task %q for message %q (ok=%v err=%v), want %q for %q",
+			rec.TaskID, rec.MessageID, ok, err, taskID, msg.ID)
 	}
 	close(agent.Hold)
 	if err := <-done; err != nil {
@@ -254,67 +263,64 @@ func TestRetryWhileMessageAgentThinksIsInFlight(t *testing.T) {
 	}
 }
 
-// A key bound to a task that is not stored (the agent, which will answer with a
-// Message, still thinks), retried on the servers of several processes sharing the
-// index: each answers what it can know. The process that runs the agent answers 409
-// even once the claim is older than the lease (a subscription shows the execution);
-// another one answers 409 while the claim is younger than its lease (it cannot see
-// whether another process runs the agent), and TaskNotFound once the claim is older,
-// or at once with SoleInstance, which tells it that no other process runs keyed sends
-// (here untrue: the test shows what the option trusts). The agent runs once.
-func TestRetryOfBoundTaskNotStored(t *testing.T) {
-	index := memstore.New(memstore.Options{})
-	agent := &testkit.Agent{ReplyMessage: true, Hold: make(chan struct{}), Started: make(chan a2a.TaskID, 1)}
-	const lease = 200 * time.Millisecond
-	short := middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: lease}
-	long := middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: time.Minute}
-	sole := long
-	sole.SoleInstance = true
-	others := &testkit.Agent{}
-	running := keyedServer(t, agent, index, short)
-	msg, _ := keyedMessage(t, "think hard")
-	first := make(chan error, 1)
-	go func() {
-		_, err := client(t, running.Card, a2a.TransportProtocolJSONRPC).SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
-		first <- err
-	}()
-	<-agent.Started
-
-	// retry sends msg again to srv over JSON-RPC and checks the answer: HTTP status,
-	// Retry-After, and a text the body contains.
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "retry", "method": "SendMessage",
-		"params": map[string]any{"message": msg}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	retry := func(what string, srv *testkit.Running, status int, retryAfter, text string) {
-		t.Helper()
-		resp, err := http.Post(srv.URL+testkit.JSONRPCPath, "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+// An agent that fails before its first event: no task was stored, so the claim is
+// released and the identical retry runs the agent (once more), on both bindings,
+// unary and streaming.
+func TestAgentFailingBeforeFirstEventRunsOnRetry(t *testing.T) {
+	for _, binding := range bindings {
+		for _, streaming := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/streaming=%v", binding, streaming), func(t *testing.T) {
+				index := memstore.New(memstore.Options{})
+				agent := &testkit.Agent{Script: failFirstRun}
+				srv := keyedServer(t, agent, index, middleware.Options{})
+				c := client(t, srv.Card, binding)
+				msg, key := keyedMessage(t, "fail first")
+				send := func() (a2a.Event, error) {
+					req := &a2a.SendMessageRequest{Message: msg}
+					if !streaming {
+						return c.SendMessage(context.Background(), req)
+					}
+					var last a2a.Event
+					for ev, err := range c.SendStreamingMessage(context.Background(), req) {
+						if err != nil {
+							return nil, err
+						}
+						last = ev
+					}
+					return last, nil
+				}
+				if _, err := send(); err == nil {
+					t.Fatal("the send whose agent failed returned no error")
+				}
+				if _, held, err := index.Lookup(context.Background(), "", key); err != nil || held {
+					t.Fatalf("after the agent failed before its first event the key is held=%v (err %v), want released", held, err)
+				}
+				res, err := send()
+				if err != nil {
+					t.Fatalf("identical retry: %v", err)
+				}
+				if streaming {
+					if ev, ok := res.(*a2a.TaskStatusUpdateEvent); !ok || ev.Status.State != a2a.TaskStateCompleted {
+						t.Errorf("identical retry's last event %#v, want the completed status", res)
+					}
+				} else if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+					t.Errorf("identical retry returned %#v, want a completed task", res)
+				}
+				if n := agent.RunsOf(msg.ID); n != 2 {
+					t.Errorf("the agent ran %d times, want 2 (the failed run and the retry's)", n)
+				}
+			})
 		}
-		defer resp.Body.Close()
-		got, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != status || resp.Header.Get("Retry-After") != retryAfter || !strings.Contains(string(got), text) {
-			t.Errorf("retry %s: %d (Retry-After %q) %s; want %d (Retry-After %q) containing %q",
-				what, resp.StatusCode, resp.Header.Get("Retry-After"), got, status, retryAfter, text)
-		}
 	}
-	const notFound = `"code":-32001`
-	retry("on another process within its lease", keyedServer(t, others, index, long), 409, "10", "does not run on this server")
-	retry("on a SoleInstance process", keyedServer(t, others, index, sole), 200, "", notFound)
-	time.Sleep(lease)
-	retry("on the running process after the lease", running, 409, "1", "still in flight")
-	retry("on another process after the lease", keyedServer(t, others, index, short), 200, "", notFound)
+}
 
-	close(agent.Hold)
-	if err := <-first; err != nil {
-		t.Fatalf("first send: %v", err)
+// failFirstRun is a testkit.Agent script: the first run of each message fails before
+// its first event; later runs go on as configured.
+func failFirstRun(ctx context.Context, ec *a2asrv.ExecutorContext, text string, run int64) (a2a.Event, error) {
+	if run == 1 {
+		return nil, errors.New("the agent failed before its first event")
 	}
-	retry("once the agent answered", keyedServer(t, others, index, short), 200, "", `"message":`)
-	if n, m := agent.Runs(), others.Runs(); n != 1 || m != 0 {
-		t.Errorf("the agent ran %d times in its process and %d in the others, want 1 and 0", n, m)
-	}
+	return nil, nil
 }
 
 // An agent that answers with a Message after the client has gone: no response ever
@@ -361,114 +367,38 @@ func TestMessageReplyAfterClientLeftIsReplayed(t *testing.T) {
 	}
 }
 
-// When the index fails to bind, the agent does not run, the client gets an error that
-// does not disclose the index's failure, and the claim is released so that an
-// identical retry runs normally once the index is back.
-func TestBindFailureRefusesToRunAgent(t *testing.T) {
+// When the index fails to bind the key once the task is stored, the agent has run: the
+// key is never released (a retry must not run the agent again), so it stays pending,
+// and a retry is told the first attempt is in flight until the lease ends.
+func TestBindFailureKeepsKeyPending(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
 			index := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
 			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, index, middleware.Options{})
+			srv := keyedServer(t, agent, index, middleware.Options{ReplayWait: -1})
 			c := client(t, srv.Card, binding)
 			msg, key := keyedMessage(t, "unlucky")
 
 			index.SetFail(testkit.OpBind, true)
-			_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
-			if err == nil {
-				t.Fatal("send with a failing bind returned no error")
+			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {
+				t.Fatalf("first send: %v, want the agent's task", err)
 			}
-			if !failedClosed(err) || strings.Contains(err.Error(), testkit.ErrInjected.Error()) {
-				t.Errorf("client error %q: want the middleware's 503, without the index's failure", err)
+			if n := agent.Runs(); n != 1 {
+				t.Fatalf("agent ran %d times, want 1", n)
 			}
-			if n := agent.Runs(); n != 0 {
-				t.Fatalf("agent ran %d times after a failed bind, want 0", n)
-			}
-			if _, held, err := index.Lookup(context.Background(), "", key); err != nil || held {
-				t.Errorf("after a failed bind the key is held=%v (err %v), want released", held, err)
-			}
-
 			index.SetFail(testkit.OpBind, false)
-			res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
-			if err != nil {
-				t.Fatalf("retry after the index recovered: %v", err)
+			rec, held, err := index.Lookup(context.Background(), "", key)
+			if err != nil || !held || !rec.Pending() {
+				t.Errorf("after the failed binds the key is held=%v pending=%v (err %v), want held and pending", held, rec.Pending(), err)
 			}
-			if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-				t.Errorf("retry after the index recovered returned %#v, want a completed task", res)
+			_, err = c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+			if err == nil || !strings.Contains(err.Error(), "409") && !strings.Contains(err.Error(), "still in flight") {
+				t.Errorf("retry: %v, want 409 still in flight", err)
 			}
 			if n := agent.Runs(); n != 1 {
 				t.Errorf("agent ran %d times, want 1", n)
 			}
 		})
-	}
-}
-
-// takeOver is an ExecutorContextInterceptor that, before the adapter binds, lets the
-// claim's lease end and takes the claim over as an identical retry would after a
-// crash, so that the adapter's bind is fenced out.
-type takeOver struct {
-	index *memstore.Store
-	clock *clock
-	lease time.Duration
-}
-
-func (o *takeOver) Intercept(ctx context.Context, ec *a2asrv.ExecutorContext) (context.Context, error) {
-	claim, ok := middleware.ClaimedSendFrom(ctx)
-	if !ok {
-		return ctx, errors.New("no claim in the executor's context")
-	}
-	o.clock.advance(2 * o.lease)
-	c, err := o.index.Claim(ctx, claim.Scope(), claim.Key(), claim.MessageID(), o.lease)
-	if err != nil {
-		return ctx, err
-	}
-	if c.Status != idempotency.Claimed {
-		return ctx, errors.New("takeover did not claim: " + c.Status.String())
-	}
-	return ctx, nil
-}
-
-// clock is a settable clock for memstore.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// A claim taken over before the adapter could bind it (its lease ended): the bind is
-// fenced out, the agent does not run, and the client gets an error.
-func TestLostClaimRefusesToRunAgent(t *testing.T) {
-	const lease = time.Minute
-	clk := newClock()
-	index := memstore.New(memstore.Options{Now: clk.Now})
-	agent := &testkit.Agent{}
-	srv := keyedServer(t, agent, index, middleware.Options{Lease: lease},
-		a2asrv.WithExecutorContextInterceptor(&takeOver{index: index, clock: clk, lease: lease}))
-	c := client(t, srv.Card, a2a.TransportProtocolJSONRPC)
-	msg, _ := keyedMessage(t, "slow start")
-
-	_, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
-	if err == nil {
-		t.Fatal("send whose claim was taken over returned no error")
-	}
-	if !failedClosed(err) {
-		t.Errorf("client error %v: want the middleware's 503", err)
-	}
-	if n := agent.Runs(); n != 0 {
-		t.Errorf("agent ran %d times after losing its claim, want 0", n)
 	}
 }
 

@@ -11,20 +11,18 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit"
 )
 
-// TestAdapterBindsBeforeAgentRuns checks that the adapter works unchanged behind
+// TestAdapterBindsWhenTaskStored checks that the adapter works unchanged behind
 // a2a-go's gRPC handler: the claim the interceptors put in the call's context reaches
-// the executor, which binds the key to the task before the agent's first step, over
-// SendMessage and SendStreamingMessage.
-func TestAdapterBindsBeforeAgentRuns(t *testing.T) {
+// the executor and the task store, which binds the key to the task once it is stored
+// (not before the agent's first event), over SendMessage and SendStreamingMessage.
+func TestAdapterBindsWhenTaskStored(t *testing.T) {
 	for _, streaming := range []bool{false, true} {
 		key := idempotency.NewKey()
 		var srv *server
 		boundAtStart := make(chan string, 1)
 		agent := &testkit.Agent{OnRun: func(ctx context.Context, ec *a2asrv.ExecutorContext) {
-			taskID := ec.TaskID
-			rec, _, _ := srv.index.Lookup(ctx, "", key)
-			if rec.TaskID != string(taskID) {
-				boundAtStart <- "bound to " + rec.TaskID + ", not " + string(taskID)
+			if rec, _, _ := srv.index.Lookup(ctx, "", key); !rec.Pending() {
+				boundAtStart <- "bound to " + rec.TaskID + " before the task was stored"
 				return
 			}
 			boundAtStart <- ""
@@ -42,6 +40,9 @@ func TestAdapterBindsBeforeAgentRuns(t *testing.T) {
 		}
 		if why := <-boundAtStart; why != "" {
 			t.Fatalf("streaming %v: when the agent started, the key was %s", streaming, why)
+		}
+		if rec, _, err := srv.index.Lookup(context.Background(), "", key); err != nil || rec.TaskID == "" {
+			t.Fatalf("streaming %v: after the send the key is %+v (err %v), want bound to its task", streaming, rec, err)
 		}
 		wantRuns(t, srv, 1)
 	}

@@ -83,11 +83,12 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	if cfg.index == nil {
 		cfg.index = newIndex()
 	}
-	store := taskstore.NewInMemory(nil)
+	var store taskstore.Store = taskstore.NewInMemory(nil)
 	var handler a2asrv.RequestHandler
 	if cfg.noAdapter {
 		handler = a2asrv.NewHandler(cfg.agent, a2asrv.WithTaskStore(store))
 	} else {
+		store = adapter.NewBindingStore(store, adapter.Options{})
 		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
 			a2asrv.WithTaskStore(store),
 			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))

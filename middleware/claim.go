@@ -37,6 +37,7 @@ type ClaimedSend struct {
 	// onBind, when set, is called (with mu held) after each successful bind.
 	onBind  func()
 	hooked  bool  // Bind was called by code behind the middleware
+	held    bool  // Hold was called: never release the key
 	hookErr error // the last error of such a call
 	bound   bool
 	binding idempotency.Binding
@@ -91,7 +92,40 @@ func (c *ClaimedSend) Bind(ctx context.Context, b idempotency.Binding) error {
 	return c.bind(ctx, b, true)
 }
 
+// BindWith binds the key to b as Bind does, through bind instead of the index's own
+// Bind: bind must bind the key under token in the index the middleware uses, and
+// return nil only once that binding took effect. Use it to bind in a transaction
+// beside writes that must commit with the binding (package a2atasks stores a task
+// and binds its key in one). The claim's lock is held while bind runs, so token stays
+// the claim's own throughout; bind is not called when b is bound already.
+func (c *ClaimedSend) BindWith(ctx context.Context, b idempotency.Binding, bind func(ctx context.Context, token idempotency.Token) error) error {
+	return c.bindVia(ctx, b, true, bind)
+}
+
+// Hold tells the middleware that the send may have had effects although its key is
+// not bound yet (the adapter calls it at the agent's first event): when the send then
+// fails, its key is not released, so that no retry runs the send again while it may
+// have run; it stays pending until it is bound or its lease ends.
+func (c *ClaimedSend) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = true
+}
+
+// holding reports whether Hold was called.
+func (c *ClaimedSend) holding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
 func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool) error {
+	return c.bindVia(ctx, b, hook, func(ctx context.Context, token idempotency.Token) error {
+		return c.index.Bind(ctx, c.scope, c.key, token, b)
+	})
+}
+
+func (c *ClaimedSend) bindVia(ctx context.Context, b idempotency.Binding, hook bool, bind func(context.Context, idempotency.Token) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if hook {
@@ -106,7 +140,7 @@ func (c *ClaimedSend) bind(ctx context.Context, b idempotency.Binding, hook bool
 		defer cancel()
 	}
 	start := time.Now()
-	err := c.index.Bind(ctx, c.scope, c.key, c.token, b)
+	err := bind(ctx, c.token)
 	c.indexTime += time.Since(start)
 	if err != nil {
 		if hook {

@@ -98,8 +98,8 @@ type harnessConfig struct {
 	// served records what the middleware answered, in harness.served (the
 	// middleware then writes to a wrapped ResponseWriter).
 	served bool
-	// adapter runs the agent behind the kit's adapter, which binds the key before
-	// the agent starts.
+	// adapter runs the agent behind the kit's adapter, and the task store behind
+	// adapter.BindingStore, which binds the key once the task is stored.
 	adapter bool
 }
 
@@ -125,10 +125,13 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	h := &harness{t: t, agent: newAgent(), logs: &testkit.Buffer{}}
 	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
 	var exec a2asrv.AgentExecutor = h.agent
+	var tasks taskstore.Store = h.store
 	if cfg.adapter {
-		exec = adapter.NewExecutor(h.agent, adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+		aopts := adapter.Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))}
+		exec = adapter.NewExecutor(h.agent, aopts)
+		tasks = adapter.NewBindingStore(h.store, aopts)
 	}
-	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(tasks), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))

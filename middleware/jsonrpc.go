@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // jsonrpc10 is the JSON-RPC binding of A2A v1.0, as a2a-go's
@@ -104,7 +106,7 @@ func (jsonrpc10) eventAnswer(data []byte) Produced {
 	if fail != nil {
 		return Produced{Refused: fail.refuses, fail: fail}
 	}
-	return streamResponseAnswer(result)
+	return validStreamResponseAnswer(result)
 }
 
 func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
@@ -112,15 +114,15 @@ func (jsonrpc10) eventTask(data []byte) ([]byte, bool) {
 	if fail != nil {
 		return nil, false
 	}
-	return streamResponseTask(result)
+	return validStreamResponseTask(result)
 }
 
 // readResponse reads a JSON-RPC response: its result, or the error it carries as a
 // failure to relay (marked when its code is a definite refusal). An unreadable
-// response has neither.
+// response has neither. The result is valid JSON and aliases data.
 func readResponse(data []byte) (json.RawMessage, *failure) {
-	var resp rpcResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
+	resp, ok := readRPCResponse(data)
+	if !ok {
 		return nil, nil
 	}
 	if !isNull(resp.Error) {
@@ -128,9 +130,33 @@ func readResponse(data []byte) (json.RawMessage, *failure) {
 			Code int `json:"code"`
 		}
 		_ = json.Unmarshal(resp.Error, &e)
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, refuses: rpcRefuses(e.Code)}
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error), refuses: rpcRefuses(e.Code)}
 	}
 	return resp.Result, nil
+}
+
+// readRPCResponse reads data as json.Unmarshal into an rpcResponse does (the last
+// member of a name winning, null kept as "null"), with one scan to validate and
+// one walk; the members alias data.
+func readRPCResponse(data []byte) (rpcResponse, bool) {
+	if !json.Valid(data) {
+		return rpcResponse{}, false
+	}
+	var resp rpcResponse
+	o, ok := member.Members(data)
+	if !ok {
+		// null decodes into the zero rpcResponse; any other value is a type error.
+		return resp, isNull(bytes.TrimSpace(data))
+	}
+	for name, value, ok := o.Next(); ok; name, value, ok = o.Next() {
+		switch {
+		case member.NameIs(name, "result"):
+			resp.Result = value
+		case member.NameIs(name, "error"):
+			resp.Error = value
+		}
+	}
+	return resp, true
 }
 
 func (jsonrpc10) product(s *send, res product) ([]byte, error) {
@@ -230,8 +256,11 @@ func (jsonrpc10) taskAnswer(status int, body []byte) ([]byte, *failure) {
 // rpcTaskAnswer reads a JSON-RPC answer to a task read: its result, or the failure
 // to pass on.
 func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
-	var resp rpcResponse
-	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil {
+	if status != http.StatusOK {
+		return nil, taskUnreadable(status)
+	}
+	resp, ok := readRPCResponse(body)
+	if !ok {
 		return nil, taskUnreadable(status)
 	}
 	if !isNull(resp.Error) {
@@ -239,12 +268,12 @@ func rpcTaskAnswer(status int, body []byte) ([]byte, *failure) {
 			Code int `json:"code"`
 		}
 		_ = json.Unmarshal(resp.Error, &e)
-		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: resp.Error, taskNotFound: e.Code == codeTaskNotFound}
+		return nil, &failure{kind: failRelayed, status: http.StatusOK, raw: bytes.Clone(resp.Error), taskNotFound: e.Code == codeTaskNotFound}
 	}
 	if isNull(resp.Result) {
 		return nil, taskMissing()
 	}
-	return resp.Result, nil
+	return bytes.Clone(resp.Result), nil
 }
 
 func (jsonrpc10) subscribeRequest(r *http.Request, s *send, taskID string) *http.Request {

@@ -328,26 +328,26 @@ var outcomeCases = []outcomeCase{
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
 	},
 	{
-		// The adapter cannot bind the key, so the agent does not run: the middleware
-		// answers a unary send 503 instead of a2a-go's own error. (A stream's headers
-		// are out by then: it gets a2a-go's error event, and its key is released.)
-		name:  "unavailable/adapter",
+		// The adapter binds once the task is stored, so the agent has run when the
+		// bind fails: the client gets its answer, and the key stays pending (the
+		// middleware's own bind from the answer fails too).
+		name:  "claimed/adapter-bind-failed",
 		unary: true,
 		cfg: func(c *harnessConfig) {
 			faulty(c).SetFail(testkit.OpBind, true)
 			c.adapter = true
 		},
 		run:  freshSend,
-		want: middleware.OutcomeUnavailable,
-		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
+		want: middleware.OutcomeClaimed,
+		got:  answer{ok: true, contains: "echo: echo"},
 		event: func(t *testing.T, h *harness, e middleware.Event) {
-			if h.agent.Runs() != 0 || e.BoundBy != middleware.BoundByNone {
-				t.Errorf("event %+v, %d runs: want the agent not run and nothing bound", e, h.agent.Runs())
+			if h.agent.Runs() != 1 || e.BoundBy != middleware.BoundByNone {
+				t.Errorf("event %+v, %d runs: want the agent run once and nothing bound", e, h.agent.Runs())
 			}
 			// The adapter's log line names the send as the middleware's lines do.
 			var adapterLine string
 			for line := range strings.Lines(h.logs.String()) {
-				if strings.Contains(line, "adapter: idempotency key not bound") {
+				if strings.Contains(line, "adapter: could not bind the idempotency key") {
 					adapterLine = line
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/a2akit/idempotency/middleware/internal/member"
 	"github.com/a2akit/idempotency/middleware/internal/v1json"
 )
 
@@ -89,6 +90,9 @@ func (rest10) eventTask(data []byte) ([]byte, bool) { return streamResponseTask(
 // eventError returns the error an HTTP+JSON event carries ({"error": google.rpc.Status},
 // with the HTTP status in its code) as a failure to relay, or nil.
 func eventError(data []byte) *failure {
+	if !member.MayHave(data, "error") { // most events: no decode needed to know
+		return nil
+	}
 	var e struct {
 		Error *struct {
 			Code int `json:"code"`

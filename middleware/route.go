@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // The dialects the middleware serves are a grid, framing × version:
@@ -59,11 +61,18 @@ var rpcSends = map[string]rpcSend{
 // the send is that JSON-RPC send; when both find one and either is keyed, the two
 // readings are different sends, one of which would run undeduplicated depending on
 // what is mounted, and the send is returned marked ambiguous, to be refused.
+//
+// Most bodies at an HTTP+JSON path have no "method" member at all, and then no
+// JSON-RPC reading can find a send (it needs a method to name one): member.MayHave
+// proves that without decoding, so such a body is decoded once, not twice.
 func route(r *http.Request, body []byte) *send {
 	prefix, streaming, isREST := restSend(r)
-	rpc := readRPC(body)
 	if !isREST {
-		return rpc
+		return readRPC(body)
+	}
+	var rpc *send
+	if member.MayHave(body, "method") {
+		rpc = readRPC(body)
 	}
 	rest := readREST(prefix, streaming, body)
 	switch {

@@ -71,7 +71,7 @@ func unreplayableFailure() *failure {
 func (c core) settle(ctx context.Context, send *Send, step *Step, p Produced) (Outcome, *failure) {
 	cs := step.claim
 	var notBound *failure
-	if cs.hookFailed() && p.TaskID == "" && p.Reply == nil && !p.PastBound {
+	if cs.hookFailed() && !cs.holding() && p.TaskID == "" && p.Reply == nil && !p.PastBound {
 		p = Produced{Refused: true}
 		notBound = c.notBoundBehind(ctx, send)
 	}
@@ -112,6 +112,12 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, p Prod
 		switch {
 		case bound:
 			// The code behind bound a task before failing: retries replay it.
+			got = OutcomeFailed
+		case cs.holding():
+			// The code behind said the send may have had effects (the agent started):
+			// releasing could run it twice.
+			c.logSend(ctx, send, slog.LevelWarn, "idempotency: keyed send failed after it may have had effects, before "+
+				"anything bound its key; the key stays pending until its lease ends")
 			got = OutcomeFailed
 		case c.releaseProduced(ctx, send, cs):
 			got = OutcomeReleased

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // Wire pieces shared by the bindings.
@@ -89,13 +91,69 @@ type streamMembers struct {
 	ArtifactUpdate json.RawMessage `json:"artifactUpdate"`
 }
 
-// readStreamMembers reads raw as a SendMessageResponse or StreamResponse.
+// readStreamMembers reads raw, which need not be valid JSON, as a
+// SendMessageResponse or StreamResponse, as json.Unmarshal into streamMembers reads
+// it, with one scan to validate and one walk (member.Members) instead of nested
+// decodes. The members are copies, as json.Unmarshal's are.
 func readStreamMembers(raw json.RawMessage) (streamMembers, bool) {
-	var v streamMembers
-	if isNull(raw) || json.Unmarshal(raw, &v) != nil {
+	if !json.Valid(raw) {
 		return streamMembers{}, false
 	}
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return streamMembers{}, false
+	}
+	for _, m := range []*json.RawMessage{&v.Task, &v.Message, &v.StatusUpdate, &v.ArtifactUpdate} {
+		*m = bytes.Clone(*m)
+	}
 	return v, true
+}
+
+// readValidStreamMembers is readStreamMembers of raw known to be valid JSON (a value
+// read out of a validated answer), without the copies: the members alias raw.
+func readValidStreamMembers(raw json.RawMessage) (streamMembers, bool) {
+	o, ok := member.Members(raw)
+	if !ok {
+		return streamMembers{}, false
+	}
+	var v streamMembers
+	for name, value, ok := o.Next(); ok; name, value, ok = o.Next() {
+		// As encoding/json: the last member of a name wins, null included.
+		switch {
+		case member.NameIs(name, "task"):
+			v.Task = value
+		case member.NameIs(name, "message"):
+			v.Message = value
+		case member.NameIs(name, "statusUpdate"):
+			v.StatusUpdate = value
+		case member.NameIs(name, "artifactUpdate"):
+			v.ArtifactUpdate = value
+		}
+	}
+	return v, true
+}
+
+// validStreamResponseAnswer is streamResponseAnswer of raw known to be valid JSON;
+// what it returns does not alias raw.
+func validStreamResponseAnswer(raw json.RawMessage) Produced {
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return Produced{}
+	}
+	p := v.answer()
+	p.Reply = bytes.Clone(p.Reply)
+	return p
+}
+
+// validStreamResponseTask is streamResponseTask of raw known to be valid JSON; the
+// task is a copy.
+func validStreamResponseTask(raw json.RawMessage) ([]byte, bool) {
+	v, ok := readValidStreamMembers(raw)
+	if !ok {
+		return nil, false
+	}
+	task, ok := v.task()
+	return bytes.Clone(task), ok
 }
 
 // answer returns what the members carry. The message is passed on as it is: a
@@ -130,44 +188,44 @@ func (v streamMembers) task() ([]byte, bool) {
 	return v.Task, true
 }
 
-// objectID returns the string member name ("id" or "taskId") of the JSON object raw,
-// or "" when raw is not an object or the member is not a string.
+// objectID returns the string member name ("id" or "taskId") of raw, valid JSON, as
+// json.Unmarshal into a struct with that one string field reads it: "" when raw is
+// not an object, or when a member of that name is neither a string nor null (a type
+// error); else the last string (null leaves the field as it was).
 func objectID(raw json.RawMessage, name string) string {
-	if name == "taskId" {
-		var u struct {
-			TaskID string `json:"taskId"`
-		}
-		if json.Unmarshal(raw, &u) != nil {
-			return ""
-		}
-		return u.TaskID
-	}
-	var t struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(raw, &t) != nil {
+	o, ok := member.Members(raw)
+	if !ok {
 		return ""
 	}
-	return t.ID
+	id := ""
+	for n, value, ok := o.Next(); ok; n, value, ok = o.Next() {
+		if !member.NameIs(n, name) || isNull(value) {
+			continue
+		}
+		s, ok := member.String(value)
+		if !ok {
+			return ""
+		}
+		id = s
+	}
+	return id
 }
 
 // streamResponseAnswer reads a v1.0 SendMessageResponse or StreamResponse.
 func streamResponseAnswer(raw json.RawMessage) Produced {
-	v, ok := readStreamMembers(raw)
-	if !ok {
+	if !json.Valid(raw) {
 		return Produced{}
 	}
-	return v.answer()
+	return validStreamResponseAnswer(raw)
 }
 
 // streamResponseTask returns the task of a v1.0 SendMessageResponse or
 // StreamResponse, or false.
 func streamResponseTask(raw json.RawMessage) ([]byte, bool) {
-	v, ok := readStreamMembers(raw)
-	if !ok {
+	if !json.Valid(raw) {
 		return nil, false
 	}
-	return v.task()
+	return validStreamResponseTask(raw)
 }
 
 // streamResponse returns the v1.0 SendMessageResponse (or StreamResponse) carrying res.

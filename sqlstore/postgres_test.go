@@ -72,3 +72,5 @@ func TestPostgresText(t *testing.T) {
 		t.Errorf("Lookup = %q, %v; want the reply's bytes", rec.Reply, err)
 	}
 }
+
+func TestPostgresEndLeases(t *testing.T) { testEndLeases(t, openPostgres(t, "postgres")) }

@@ -66,3 +66,5 @@ func TestSQLiteTableNames(t *testing.T) {
 		}
 	}
 }
+
+func TestSQLiteEndLeases(t *testing.T) { testEndLeases(t, openSQLite(t)) }

@@ -197,6 +197,11 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 // same token with something else bound is [idempotency.ErrAlreadyBound]. An empty
 // Reply counts as none.
 func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.Token, b idempotency.Binding) error {
+	return s.bind(ctx, s.db, scope, key, token, b)
+}
+
+// bind is Bind on run: the store's database, or a transaction.
+func (s *Store) bind(ctx context.Context, run sqlrun.Runner, scope, key string, token idempotency.Token, b idempotency.Binding) error {
 	if err := s.checkArgs(scope, key, "", b); err != nil {
 		return fmt.Errorf("sqlstore: bind: %w", err)
 	}
@@ -207,7 +212,7 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 		return fmt.Errorf("sqlstore: bind: %w: the binding has neither a task id nor a reply", idempotency.ErrInvalidArgument)
 	}
 	taskID, reply := nullable(b)
-	switch n, err := s.exec(ctx, s.q.bind, s.args(scope, key, int64(token), taskID, reply)...); {
+	switch n, err := sqlrun.Exec(ctx, run, s.dialect == SQLite, s.q.bind, s.args(scope, key, int64(token), taskID, reply)...); {
 	case err != nil:
 		return s.fail(ctx, "bind", err)
 	case n == 1:
@@ -215,7 +220,7 @@ func (s *Store) Bind(ctx context.Context, scope, key string, token idempotency.T
 	case n != 0:
 		return fmt.Errorf("sqlstore: bind: the bind statement affected %d rows", n)
 	}
-	o, found, err := s.owner(ctx, scope, key)
+	o, found, err := s.owner(ctx, run, scope, key)
 	switch {
 	case err != nil:
 		return s.fail(ctx, "bind: read owner", err)
@@ -252,7 +257,7 @@ func (s *Store) Release(ctx context.Context, scope, key string, token idempotenc
 	case n != 0:
 		return fmt.Errorf("sqlstore: release: the release statement affected %d rows", n)
 	}
-	o, found, err := s.owner(ctx, scope, key)
+	o, found, err := s.owner(ctx, s.db, scope, key)
 	switch {
 	case err != nil:
 		return s.fail(ctx, "release: read owner", err)
@@ -333,13 +338,13 @@ type ownerRow struct {
 	reply  []byte
 }
 
-// owner returns the token and binding of the live row of (scope, key).
-func (s *Store) owner(ctx context.Context, scope, key string) (o ownerRow, found bool, err error) {
+// owner returns the token and binding of the live row of (scope, key), read on run.
+func (s *Store) owner(ctx context.Context, run sqlrun.Runner, scope, key string) (o ownerRow, found bool, err error) {
 	var (
 		token  int64
 		taskID sql.NullString
 	)
-	err = s.queryRow(ctx, s.q.owner, s.args(scope, key), &token, &taskID, &o.reply)
+	err = sqlrun.QueryRow(ctx, run, s.dialect == SQLite, s.q.owner, s.args(scope, key), &token, &taskID, &o.reply)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ownerRow{}, false, nil
 	}

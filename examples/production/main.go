@@ -42,6 +42,7 @@ import (
 
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 	"google.golang.org/grpc"
@@ -52,6 +53,7 @@ import (
 	"github.com/a2akit/idempotency/grpcbinding"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/middleware/metrics"
+	"github.com/a2akit/idempotency/redisstore"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	grpcAddr := fs.String("grpc", "127.0.0.1:50051", "`host:port` to serve the gRPC binding on; port 0 picks a free port, empty serves no gRPC")
 	store := fs.String("store", envOr("IDEMPOTENCY_STORE", "idempotency.db"), "task and key store: a SQLite file `path`, or a postgres:// DSN; "+
 		"default $IDEMPOTENCY_STORE, the place for a DSN with a password (any local user can read a command line)")
+	keysURL := fs.String("keys", os.Getenv("IDEMPOTENCY_KEYS"), "key store: a redis:// or rediss:// `URL` (its query parameter prefix= sets the key prefix); "+
+		"default $IDEMPOTENCY_KEYS; empty keeps the keys beside the tasks in -store")
 	table := fs.String("table", sqlstore.DefaultTable, "key table `name` (in the SQLite file or the PostgreSQL database)")
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
 	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
@@ -88,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	redactArgs(*store)
+	redactArgs(*keysURL)
 	if *reply != "task" && *reply != "message" {
 		return fmt.Errorf("-reply %q: want task or message", *reply)
 	}
@@ -105,7 +110,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Table: *taskTable, Keys: keys})
+	// With -keys, the keys live in Redis (redisstore) instead, and expire there; a task
+	// then binds its key right after its first save (adapter.NewBindingStore), since
+	// the task and the key are in two stores.
+	var index idempotency.KeyIndex = keys
+	taskOpts := a2atasks.Options{Table: *taskTable, Keys: keys}
+	stores := "tasks and keys in " + sqlstore.Describe(*store)
+	if *keysURL != "" {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		rkeys, err := redisstore.OpenURL(rctx, *keysURL, redisstore.Options{TTL: max(*retention, idempotency.DefaultKeyMaxAge)})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer rkeys.Close()
+		index, taskOpts.Keys = rkeys, nil
+		stores = "tasks in " + sqlstore.Describe(*store) + ", keys in " + redisstore.Describe(*keysURL)
+	}
+	tasks, err := a2atasks.New(db, taskOpts)
 	if err != nil {
 		return err
 	}
@@ -135,9 +157,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// kit (1): the agent behind the adapter, as in examples/stdlib.
 	aopts := adapter.Options{Logger: logger}
+	var taskStore taskstore.Store = tasks
+	if taskOpts.Keys == nil {
+		taskStore = adapter.NewBindingStore(tasks, aopts)
+	}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(&echo.Agent{Delay: *delay, ReplyMessage: *reply == "message"}, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
-		a2asrv.WithTaskStore(tasks),
+		a2asrv.WithTaskStore(taskStore),
 		a2asrv.WithLogger(logger))
 
 	mux := http.NewServeMux()
@@ -151,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// SoleInstance and the metrics collector.
 	collector := metrics.New()
 	taskReader := adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{})
-	idem, err := middleware.New(keys, middleware.Options{
+	idem, err := middleware.New(index, middleware.Options{
 		Logger:       logger,
 		Lease:        *lease,
 		Scope:        middleware.TenantPathScope(echo.TenantRESTPath),
@@ -163,7 +189,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, sqlstore.Describe(*store))
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), %s\n", *delay, *reply, stores)
 	// Debug listener: expvars and metrics, off the public listener.
 	if *debugAddr != "" {
 		dln, err := net.Listen("tcp", *debugAddr)

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
@@ -78,12 +79,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
+	// With -keys, the keys in Redis instead: replicas that share Redis (and their tasks
+	// in PostgreSQL) share the keys, which Redis deletes after 24 hours. The task
+	// store then does not bind keys in its own transaction; adapter.BindingStore binds
+	// each new task's key in Redis right after the task's first save.
+	var index idempotency.KeyIndex = keys
+	taskOpts, where := a2atasks.Options{Keys: keys}, "tasks and keys in "+sqlstore.Describe(*store)
+	if *keysURL != "" {
+		rkeys, err := redisstore.OpenURL(ctx, *keysURL, redisstore.Options{})
+		if err != nil {
+			return err
+		}
+		defer rkeys.Close()
+		index, taskOpts.Keys, where = rkeys, nil, "tasks in "+sqlstore.Describe(*store)+", keys in "+redisstore.Describe(*keysURL)
+	}
+	tasks, err := a2atasks.New(db, taskOpts)
 	if err != nil {
 		return err
 	}
 	if err := tasks.Migrate(ctx); err != nil {
 		return err
+	}
+	var taskStore taskstore.Store = tasks
+	if *keysURL != "" {
+		taskStore = adapter.NewBindingStore(tasks, adapter.Options{Logger: logger})
 	}
 
 	// kit (1): the agent runs behind the adapter. adapter.Executor binds each keyed
@@ -93,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(&echo.Agent{Delay: *delay, ReplyMessage: *reply == "message"}, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
-		a2asrv.WithTaskStore(tasks),
+		a2asrv.WithTaskStore(taskStore),
 		a2asrv.WithLogger(logger))
 
 	ln, base, err := echo.Listen(*addr)
@@ -112,18 +131,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// from the task store. Its scope is the tenant a2a-go sees, the REST path segment
 	// included. The server has no authentication, so the tasks' owner is a2a-go's
 	// anonymous user, which is the TaskReader's default.
-	// The keys in Redis instead, when -keys names it: replicas that share Redis (and
-	// their tasks in PostgreSQL) share the keys. Redis deletes each after 24 hours.
-	var index idempotency.KeyIndex = keys
-	where := "tasks and keys in " + sqlstore.Describe(*store)
-	if *keysURL != "" {
-		rkeys, err := redisstore.OpenURL(ctx, *keysURL, redisstore.Options{})
-		if err != nil {
-			return err
-		}
-		defer rkeys.Close()
-		index, where = rkeys, "tasks in "+sqlstore.Describe(*store)+", keys in "+redisstore.Describe(*keysURL)
-	}
 	idem, err := middleware.New(index, middleware.Options{
 		Logger: logger,
 		Scope:  middleware.TenantPathScope(echo.TenantRESTPath),

@@ -111,11 +111,16 @@ func New(cfg Config) (*Server, error) {
 	if store == nil {
 		store = NewStore()
 	}
-	opts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(store), a2asrv.WithLogger(log)}
+	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(log)}
 	if cfg.Index != nil {
+		// The adapter's wiring: keys bound once their task is stored (a2atasks binds
+		// them itself, and BindingStore then finds them bound).
 		aopts := adapter.Options{Logger: log}
 		exec = adapter.NewExecutor(exec, aopts)
-		opts = append(opts, a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, aopts)))
+		opts = append(opts, a2asrv.WithTaskStore(adapter.NewBindingStore(store, aopts)),
+			a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, aopts)))
+	} else {
+		opts = append(opts, a2asrv.WithTaskStore(store))
 	}
 	handler := a2asrv.NewHandler(exec, append(opts, cfg.HandlerOptions...)...)
 

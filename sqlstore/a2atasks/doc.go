@@ -52,24 +52,64 @@
 //	version     BIGINT NOT NULL -- 1 at Create, one more at every Update
 //	task        BYTEA / BLOB NOT NULL -- the task's JSON
 //	created_at, updated_at  TIMESTAMPTZ / INTEGER (µs) NOT NULL
+//	alive_until TIMESTAMPTZ / INTEGER (µs) NULL -- the end of the liveness of the task's watched run
 //	INDEX <table>_list_idx  ON (owner, updated_at DESC, id DESC)
 //	INDEX <table>_sweep_idx ON (updated_at) WHERE state is terminal
+//	INDEX <table>_runs_idx  ON (alive_until) WHERE alive_until IS NOT NULL
+//
+// Migrate adds alive_until to a table made before it existed.
 //
 // There is no foreign key between the task table and the key table, in either
 // direction, and nothing cascades: a key outlives its task on purpose, so that a retry
 // of a send whose task was swept learns that the task is gone (TaskNotFound) instead
 // of running the agent again.
 //
+// # Keys bound when their task is stored
+//
+// With [Options.Keys] (the key index the idempotency middleware uses), the first save
+// of a task in the context of a keyed first send (a2a-go saves a task in the context
+// of its execution, which carries the middleware's claim, middleware.ClaimedSend)
+// stores the task and binds the send's key to it in one transaction: both commit, or
+// neither does. A key therefore never names a task that was not stored: a process
+// that dies before the first save (or an agent that fails before its first event)
+// leaves the claim pending or released, and the identical retry runs the agent; one
+// that dies after it leaves the task, which retries get. When the bind fails (the
+// claim was taken over, the index failed), Create fails and stores nothing.
+//
+// # Runs
+//
+// A task saved in an active state (SUBMITTED or WORKING) in the context of an
+// execution (a context that ends: a2a-go's execution context ends with the
+// execution) has a watched run: alive_until is set to now plus [Options.RunLease],
+// and while the context lasts the store renews it every third of RunLease (one
+// statement for all the runs of the process). It is cleared when the task leaves the
+// active states (terminal, or waiting for input) and when the context ends with the
+// task still active (the run ended in a live process). So a watched run whose
+// alive_until has passed belongs to a process that stopped, and nothing will ever
+// finish its task: [Store.Get] (which answers retries, through adapter.TaskReader or
+// a2a-go's GetTask) ends such a task before returning it, and so does the sweep
+// ([Store.EndStopped], run by [Store.PurgeExpired]): the task becomes
+// TASK_STATE_FAILED with a status message from the agent, [StoppedText]. The end is
+// one UPDATE guarded by the version read and the liveness, so a run that renews or
+// saves in between keeps its task. A process that lost the database for a whole
+// RunLease counts as stopped: its task is ended, and its later saves fail on the
+// version. The only process that runs a store's sends calls [Store.Restarted] as it
+// starts, which ends what its predecessor left at once (tasks and, with Keys, the
+// leases of pending claims).
+//
 // # Statements
 //
-// Create is one INSERT … ON CONFLICT DO NOTHING; Update one UPDATE … RETURNING guarded
-// by the owner and the version (one SELECT more only when it changes nothing, to tell
-// a missing task from a lost race); Get one SELECT; List two (the page, the count).
+// Create is one INSERT … ON CONFLICT DO NOTHING (with a key to bind: BEGIN, the
+// INSERT, the key's UPDATE, COMMIT); Update one UPDATE … RETURNING guarded by the
+// owner and the version (one SELECT more only when it changes nothing, to tell a
+// missing task from a lost race); Get one SELECT (one UPDATE more for a task whose
+// run stopped); List two (the page, the count). The heartbeat is one UPDATE per third
+// of RunLease for all the watched runs of a Store.
 //
 // # Retention
 //
-// [Store.PurgeExpired] deletes terminal tasks older than the policy's
-// TerminalTaskRetention, then the keys older than max(key age, task retention) whose
+// [Store.PurgeExpired] ends the tasks of stopped runs (see "Runs"), deletes terminal
+// tasks older than the policy's TerminalTaskRetention, then the keys older than max(key age, task retention) whose
 // task is no longer in the table: a key is never deleted while its task may still
 // exist. Set the key store's TTL ([sqlstore.Options.TTL]) to at least the task
 // retention, so that a key keeps deduplicating for as long as its task is kept.

@@ -49,3 +49,17 @@ func TestSQLiteReplicaUpdates(t *testing.T) { testReplicaUpdates(t, openSQLite) 
 func TestSQLiteKeyConformance(t *testing.T) { runKeyConformance(t, openSQLite) }
 
 func TestSQLiteCluster(t *testing.T) { testCluster(t, openSQLite) }
+
+func TestSQLiteCreateBindsInOneTransaction(t *testing.T) {
+	testCreateBindsInOneTransaction(t, openSQLite, func(d testDB) []string {
+		return []string{`CREATE TRIGGER fail_bind BEFORE UPDATE ON "keys" BEGIN SELECT RAISE(ABORT, 'injected bind failure'); END`}
+	}, func(d testDB) []string {
+		return []string{`DROP TRIGGER fail_bind`}
+	})
+}
+
+func TestSQLiteStoppedRunsEnd(t *testing.T) { testStoppedRunsEnd(t, openSQLite) }
+func TestSQLiteLiveRunsKept(t *testing.T)   { testLiveRunsKept(t, openSQLite) }
+func TestSQLiteAgentFailingBeforeFirstEvent(t *testing.T) {
+	testAgentFailingBeforeFirstEvent(t, openSQLite)
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
+	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
 )
@@ -48,7 +50,17 @@ type Options struct {
 	// times, sweep cutoffs). When nil, the database's clock is read inside each
 	// statement, as in the key store (see sqlstore's package documentation, "Clocks").
 	Now func() time.Time
+
+	// RunLease is how long the liveness of a watched run lasts without a heartbeat
+	// (see the package documentation, "Runs"): the store renews it every third of
+	// RunLease while the run goes on, and a task left active by a process that
+	// stopped is ended as failed once RunLease has passed since its last heartbeat.
+	// Default [DefaultRunLease]; it must be at least a millisecond.
+	RunLease time.Duration
 }
+
+// DefaultRunLease is the [Options.RunLease] of a Store that sets none.
+const DefaultRunLease = 30 * time.Second
 
 // Store is an a2a-go [taskstore.Store] on a SQL table, and an [idempotency.Sweeper]
 // of its terminal tasks (and of the keys of [Options.Keys]). Create it with [New]; it
@@ -64,6 +76,7 @@ type Store struct {
 	keys    *sqlstore.Store
 	now     func() time.Time
 	q       queries
+	runs    *runs
 }
 
 var _ taskstore.Store = (*Store)(nil)
@@ -107,10 +120,19 @@ func New(db sqlstore.DB, opts Options) (*Store, error) {
 	if auth == nil {
 		auth = a2asrv.NewTaskStoreAuthenticator()
 	}
-	return &Store{
+	lease := opts.RunLease
+	switch {
+	case lease == 0:
+		lease = DefaultRunLease
+	case lease < time.Millisecond:
+		return nil, fmt.Errorf("a2atasks: RunLease %v is below a millisecond", lease)
+	}
+	s := &Store{
 		db: db, dialect: d, table: table, auth: auth, keys: opts.Keys, now: opts.Now,
 		q: buildQueries(d, schema, name),
-	}, nil
+	}
+	s.runs = newRuns(s, lease)
+	return s, nil
 }
 
 // Table returns the name of the task table, as configured.
@@ -137,15 +159,81 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersi
 		return taskstore.TaskVersionMissing, fmt.Errorf("a2atasks: create: encode task: %w", err)
 	}
 	tenant, _ := a2a.TenantFrom(ctx)
-	n, err := s.exec(ctx, s.q.create, string(task.ID), task.ContextID, string(task.Status.State),
-		statusNanos(task), owner, tenant, body, s.nowArg())
+	watch := s.runs.watchable(ctx, task.Status.State)
+	args := []any{string(task.ID), task.ContextID, string(task.Status.State),
+		statusNanos(task), owner, tenant, body, s.nowArg(), s.runs.leaseArg(watch)}
+	var n int64
+	if claim, ok := middleware.ClaimedSendFrom(ctx); ok && s.keys != nil {
+		if _, bound := claim.Bound(); !bound {
+			n, err = s.createBound(ctx, claim, string(task.ID), args)
+			if err != nil {
+				return taskstore.TaskVersionMissing, err
+			}
+			if n == 0 {
+				return taskstore.TaskVersionMissing, taskstore.ErrTaskAlreadyExists
+			}
+			if watch {
+				s.runs.watch(ctx, string(task.ID))
+			}
+			return 1, nil
+		}
+	}
+	n, err = s.exec(ctx, s.q.create, args...)
 	switch {
 	case err != nil:
 		return taskstore.TaskVersionMissing, s.fail(ctx, "create", err)
 	case n == 0:
 		return taskstore.TaskVersionMissing, taskstore.ErrTaskAlreadyExists
 	}
+	if watch {
+		s.runs.watch(ctx, string(task.ID))
+	}
 	return 1, nil
+}
+
+// createTx is one attempt at createBound's transaction; it sets *n to the rows the
+// create affected.
+func (s *Store) createTx(ctx context.Context, claim *middleware.ClaimedSend, token idempotency.Token, taskID string, args []any, n *int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.fail(ctx, "create: begin", err)
+	}
+	defer tx.Rollback() // after Commit, a no-op
+	if *n, err = sqlrun.Exec(ctx, tx, s.dialect == sqlstore.SQLite, s.q.create, args...); err != nil {
+		return s.fail(ctx, "create", err)
+	}
+	if *n == 0 {
+		return errTaskTaken
+	}
+	if err := s.keys.BindTx(ctx, tx, claim.Scope(), claim.Key(), token, idempotency.Binding{TaskID: taskID}); err != nil {
+		return fmt.Errorf("a2atasks: create: bind the send's idempotency key to the task: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail(ctx, "create: commit", err)
+	}
+	return nil
+}
+
+// errTaskTaken rolls back the transaction of createBound when the task id is taken.
+var errTaskTaken = errors.New("a2atasks: task id taken")
+
+// createBound runs the create statement (args) and binds claim's key to taskID in
+// one transaction, through the claim (so the middleware knows the key is bound). It
+// returns the rows the create affected: 0 when the id is taken, and then nothing
+// was bound. When the bind fails, nothing was stored either.
+func (s *Store) createBound(ctx context.Context, claim *middleware.ClaimedSend, taskID string, args []any) (int64, error) {
+	var n int64
+	err := claim.BindWith(ctx, idempotency.Binding{TaskID: taskID}, func(ctx context.Context, token idempotency.Token) error {
+		// A transaction that found SQLite locked (at BEGIN IMMEDIATE, or at its first
+		// write) is rolled back and run again.
+		return sqlrun.RetryBusy(ctx, s.dialect == sqlstore.SQLite, func() error {
+			return s.createTx(ctx, claim, token, taskID, args, &n)
+		})
+	})
+	if errors.Is(err, errTaskTaken) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // Update implements [taskstore.Store.Update] with one UPDATE … RETURNING, guarded by
@@ -172,9 +260,15 @@ func (s *Store) Update(ctx context.Context, req *taskstore.UpdateRequest) (tasks
 	}
 	task := req.Task
 	var version int64
+	watch := s.runs.watchable(ctx, task.Status.State)
 	err = s.queryRow(ctx, s.q.update, []any{string(task.ID), task.ContextID, string(task.Status.State),
-		statusNanos(task), body, owner, int64(req.PrevVersion), s.nowArg()}, &version)
+		statusNanos(task), body, owner, int64(req.PrevVersion), s.nowArg(), s.runs.leaseArg(watch)}, &version)
 	if err == nil {
+		if watch {
+			s.runs.watch(ctx, string(task.ID))
+		} else if !active(task.Status.State) {
+			s.runs.forget(string(task.ID))
+		}
 		return taskstore.TaskVersion(version), nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -200,8 +294,9 @@ func (s *Store) Get(ctx context.Context, taskID a2a.TaskID) (*taskstore.StoredTa
 		body    []byte
 		version int64
 		owner   string
+		dead    int
 	)
-	switch err := s.queryRow(ctx, s.q.get, []any{string(taskID)}, &body, &version, &owner); {
+	switch err := s.queryRow(ctx, s.q.get, []any{string(taskID), s.nowArg()}, &body, &version, &owner, &dead); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, a2a.ErrTaskNotFound
 	case err != nil:
@@ -217,6 +312,23 @@ func (s *Store) Get(ctx context.Context, taskID a2a.TaskID) (*taskstore.StoredTa
 	task, err := decodeTask(body)
 	if err != nil {
 		return nil, err
+	}
+	if dead == 1 {
+		ended, v, err := s.endDead(ctx, string(taskID), task, version)
+		if err != nil {
+			return nil, err
+		}
+		if ended == nil {
+			// Changed meanwhile (ended elsewhere, or its run renewed): read it again.
+			if err := s.queryRow(ctx, s.q.get, []any{string(taskID), s.nowArg()}, &body, &version, &owner, &dead); err != nil {
+				return nil, s.fail(ctx, "get", err)
+			}
+			if ended, err = decodeTask(body); err != nil {
+				return nil, err
+			}
+			v = version
+		}
+		task, version = ended, v
 	}
 	return &taskstore.StoredTask{Task: task, Version: taskstore.TaskVersion(version), User: owner}, nil
 }

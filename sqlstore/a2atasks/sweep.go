@@ -23,13 +23,29 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	if step, err := sqlrun.Migrate(ctx, s.db, s.dialect == sqlstore.SQLite, s.q.lockKey, s.q.migrate); err != nil {
+	sqlite := s.dialect == sqlstore.SQLite
+	if step, err := sqlrun.Migrate(ctx, s.db, sqlite, s.q.lockKey, s.q.migrate); err != nil {
+		return s.fail(ctx, step, err)
+	}
+	stmts := append([]string{s.q.addColumn}, s.q.migrateRuns...)
+	if sqlite {
+		var has int
+		if err := s.queryRow(ctx, s.q.hasColumn, nil, &has); err != nil {
+			return s.fail(ctx, "migrate: read columns", err)
+		}
+		if has > 0 {
+			stmts = stmts[1:]
+		}
+	}
+	if step, err := sqlrun.Migrate(ctx, s.db, sqlite, s.q.lockKey, stmts); err != nil {
 		return s.fail(ctx, step, err)
 	}
 	return nil
 }
 
-// PurgeExpired implements [idempotency.Sweeper] over both tables: first it deletes the
+// PurgeExpired implements [idempotency.Sweeper] over both tables: first it ends the
+// tasks of stopped runs as failed ([Store.EndStopped]; not counted in the report),
+// then it deletes the
 // terminal tasks (completed, canceled, failed, rejected) last updated at least
 // policy.TerminalTaskRetention ago (none when that is zero or less: tasks are then kept),
 // then, when [Options.Keys] is set, it runs the key sweep,
@@ -50,6 +66,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 // with ctx's error.
 func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPolicy) (idempotency.PurgeReport, error) {
 	r := idempotency.PurgeReport{Complete: true}
+	if _, err := s.EndStopped(ctx, policy.EffectiveBatchSize()); err != nil {
+		return r, err
+	}
 	if keep := policy.TerminalTaskRetention; keep > 0 {
 		var err error
 		if r, err = s.purgeTasks(ctx, keep.Microseconds(), policy); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,137 +23,181 @@ import (
 const serverPkg = "github.com/a2akit/idempotency/internal/e2e/durable/durableserver"
 
 // TestRestart: a server with its tasks and keys in one SQLite file is killed while
-// its agent runs and restarted on the file, then stopped after its tasks completed and
-// restarted again. Every retry of a send from before a restart gets the send's task,
-// as it is now (WORKING for the runs the kill cut, COMPLETED for the others), never
-// 409; a key bound to a task that was never stored (the kill came before the agent's
-// first event) gets TaskNotFound from a -sole server at once, and 409 from a server
-// that cannot know that no replica runs it only until the lease ends. The agent ran
-// once per message.
+// its agent runs and restarted on the file, then killed again and restarted as the
+// sole instance. What a retry of a send from before a kill gets:
+//
+//   - the send's task stored, its run cut: the task (WORKING) while the run's
+//     liveness lasts, then the same task FAILED with a status message saying the
+//     server stopped; a sole instance ends it at once when it starts;
+//   - killed before the task was stored (the agent held its first event): 409 with a
+//     Retry-After within the lease while the dead claim's lease lasts, then the
+//     retry runs the agent; a sole instance ends those leases when it starts, and
+//     the first retry runs it at once, however many retries come at once.
+//
+// Never TaskNotFound; one task per send; a send whose task was stored ran once.
 func TestRestart(t *testing.T) {
 	if !testdb.SQLiteAvailable() {
 		t.Skip("SQLite needs cgo (CGO_ENABLED=1)")
 	}
 	bin := testkit.BuildCommand(t, serverPkg)
 	dir := t.TempDir()
+	path := filepath.Join(dir, "kit.db")
 	runs, logs := filepath.Join(dir, "runs.txt"), serverLog(t)
-	const lease = 6 * time.Second
-	args := func(work time.Duration, extra ...string) []string {
-		return append([]string{"-db", filepath.Join(dir, "kit.db"), "-runs", runs, "-lease", lease.String(),
-			"-work", work.String(), "-sweep", "100ms"}, extra...)
+	const lease, runLease = 6 * time.Second, 2 * time.Second
+	args := func(extra ...string) []string {
+		return append([]string{"-db", path, "-runs", runs, "-lease", lease.String(), "-run-lease", runLease.String(),
+			"-work", "20ms", "-hold", "20ms", "-sweep", "100ms"}, extra...)
 	}
 
 	// Mid-run: the agent reports WORKING and works for a minute; the first attempts'
-	// clients leave after the first event.
-	s1 := testkit.StartCommand(t, bin, logs, args(time.Minute)...)
-	var working, held []wireclient.Send
+	// clients leave after the first event. The held sends' agents wait before their
+	// first event.
+	s1 := testkit.StartCommand(t, bin, logs, args("-hold", "1m")...)
 	tasks := map[string]string{} // message id → task id
-	for i := range 12 {
-		s := send(wireclient.JSONRPC, fmt.Sprintf("working-%d", i), "work")
-		if i%2 == 1 {
-			s.Binding = wireclient.HTTPJSON
-		}
-		s.Streaming, s.StopAfterFirstEvent = true, true
-		a := do(t, s1.URL, s)
-		if a.Kind != wireclient.Task {
-			t.Fatalf("first send %s: %v", s.MessageID, a)
-		}
-		tasks[s.MessageID] = a.TaskID
-		working = append(working, s)
-	}
-	for i := range 4 {
-		s := send(wireclient.JSONRPC, fmt.Sprintf("held-%d", i), "hold")
-		s.Streaming, s.StopAfterFirstEvent = true, true
-		fire(t, s1.URL, s) // answers nothing before the kill: the agent holds its first event
-		held = append(held, s)
-	}
-	waitBound(t, filepath.Join(dir, "kit.db"), append(held, working...))
-	claimed := time.Now() // the held keys were claimed before this
+	working := startWorking(t, s1.URL, "working", 12, tasks)
+	held := startHeld(t, s1.URL, "held", 4)
+	waitHeld(t, path, held)
 	s1.Kill()
+	killed := time.Now()
 
-	// Restarted as a server that does not know it is alone: the working tasks are
-	// answered at once; the held keys get 409 until the lease ends, then TaskNotFound.
-	s2 := testkit.StartCommand(t, bin, logs, args(time.Minute)...)
+	// Restarted as a server that does not know it is alone.
+	s2 := testkit.StartCommand(t, bin, logs, args()...)
 	for _, s := range retries(working) {
 		a := do(t, s2.URL, s)
-		if a.Kind != wireclient.Task || a.TaskID != tasks[s.MessageID] || a.State != "TASK_STATE_WORKING" {
-			t.Errorf("retry of %s (streaming %v) after the restart: %v in state %s, want task %s WORKING", s.MessageID, s.Streaming, a, a.State, tasks[s.MessageID])
+		if a.Kind != wireclient.Task || a.TaskID != tasks[s.MessageID] || a.State != "TASK_STATE_WORKING" && a.State != "TASK_STATE_FAILED" {
+			t.Errorf("retry of %s (streaming %v) after the restart: %v in state %s, want task %s WORKING (or FAILED)", s.MessageID, s.Streaming, a, a.State, tasks[s.MessageID])
 		}
 	}
 	for _, s := range held {
-		s.StopAfterFirstEvent = false
+		if time.Since(killed) > lease-time.Second {
+			break
+		}
 		a := do(t, s2.URL, s)
-		if time.Since(claimed) < lease-time.Second && (a.Kind != wireclient.InFlight || a.RetryAfter <= 0 || a.RetryAfter > lease) {
+		if time.Since(killed) < lease-time.Second && (a.Kind != wireclient.InFlight || a.RetryAfter <= 0 || a.RetryAfter > lease) {
 			t.Errorf("retry of %s within the lease: %v (Retry-After %v), want 409 with a Retry-After within the lease", s.MessageID, a, a.RetryAfter)
 		}
 	}
-	time.Sleep(time.Until(claimed.Add(lease + 250*time.Millisecond)))
-	for _, s := range held {
-		s.StopAfterFirstEvent = false
-		if a := do(t, s2.URL, s); a.Kind != wireclient.TaskNotFound {
-			t.Errorf("retry of %s after the lease: %v, want TaskNotFound", s.MessageID, a)
-		}
+	time.Sleep(time.Until(killed.Add(runLease + 500*time.Millisecond)))
+	for _, s := range retries(working) {
+		checkStopped(t, s2.URL, s, tasks[s.MessageID])
 	}
-	s2.Kill()
+	time.Sleep(time.Until(killed.Add(lease + 500*time.Millisecond)))
+	for _, s := range held {
+		a := do(t, s2.URL, s)
+		if a.Kind != wireclient.Task || a.State != "TASK_STATE_COMPLETED" {
+			t.Errorf("retry of %s after the lease: %v in state %s, want the agent run, its task completed", s.MessageID, a, a.State)
+		}
+		tasks[s.MessageID] = a.TaskID
+	}
 
-	// After completion: the agent works briefly; the first attempts wait for the end.
-	s3 := testkit.StartCommand(t, bin, logs, args(20*time.Millisecond, "-sole")...)
+	// After completion, and mid-run again, on a sole instance.
 	var done []wireclient.Send
 	for i := range 8 {
 		s := send(wireclient.Bindings[i%2], fmt.Sprintf("done-%d", i), "work")
-		a := do(t, s3.URL, s)
+		a := do(t, s2.URL, s)
 		if a.Kind != wireclient.Task || a.State != "TASK_STATE_COMPLETED" {
 			t.Fatalf("first send %s: %v in state %s, want a completed task", s.MessageID, a, a.State)
 		}
 		tasks[s.MessageID] = a.TaskID
 		done = append(done, s)
 	}
-	// And keys bound, their tasks never stored, killed within the lease.
-	var sole []wireclient.Send
-	for i := range 4 {
-		s := send(wireclient.HTTPJSON, fmt.Sprintf("sole-%d", i), "hold")
-		s.Streaming, s.StopAfterFirstEvent = true, true
-		fire(t, s3.URL, s)
-		sole = append(sole, s)
-	}
-	waitBound(t, filepath.Join(dir, "kit.db"), sole)
+	s2.Kill()
+	s3 := testkit.StartCommand(t, bin, logs, args("-sole", "-hold", "1m")...)
+	soleWorking := startWorking(t, s3.URL, "soleworking", 4, tasks)
+	soleHeld := startHeld(t, s3.URL, "soleheld", 4)
+	waitHeld(t, path, soleHeld)
 	s3.Kill()
 
 	// Restarted as the sole server on the file: every retry is answered at once, none
-	// with 409.
-	s4 := testkit.StartCommand(t, bin, logs, args(20*time.Millisecond, "-sole")...)
+	// with 409: the cut runs' tasks FAILED, the held sends run once.
+	s4 := testkit.StartCommand(t, bin, logs, args("-sole")...)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var storm int
-	for round := range 4 {
-		for _, s := range retries(append(done, working...)) {
+	answers := map[string]map[string]int{} // message id → answer → count
+	for range 4 {
+		for _, s := range append(retries(append(append(done, working...), soleWorking...)), soleHeld...) {
 			wg.Go(func() {
 				a := do(t, s4.URL, s)
-				want := "TASK_STATE_COMPLETED"
-				if strings.HasPrefix(s.MessageID, "working") {
-					want = "TASK_STATE_WORKING"
+				mu.Lock()
+				defer mu.Unlock()
+				if answers[s.MessageID] == nil {
+					answers[s.MessageID] = map[string]int{}
 				}
-				if a.Kind != wireclient.Task || a.TaskID != tasks[s.MessageID] || a.State != want {
-					mu.Lock()
-					storm++
-					mu.Unlock()
-					t.Errorf("round %d: retry of %s (streaming %v): %v in state %s, want task %s %s", round, s.MessageID, s.Streaming, a, a.State, tasks[s.MessageID], want)
-				}
-			})
-		}
-		for _, s := range sole {
-			s.StopAfterFirstEvent = false
-			wg.Go(func() {
-				if a := do(t, s4.URL, s); a.Kind != wireclient.TaskNotFound {
-					t.Errorf("round %d: retry of %s on the sole server: %v, want TaskNotFound at once", round, s.MessageID, a)
-				}
+				answers[s.MessageID][a.String()+" "+a.State]++
 			})
 		}
 	}
 	wg.Wait()
-	checkRuns(t, runs, append(append(append(working, held...), done...), sole...))
-	t.Logf("after the last restart: %d retries of %d sends answered with their tasks and %d with TaskNotFound, %d otherwise",
-		4*2*(len(done)+len(working)), len(done)+len(working), 4*len(sole), storm)
+	for id, got := range answers {
+		// The held sends run on the first retry; the others get the task while it runs.
+		want := []string{"TASK_STATE_FAILED"}
+		switch {
+		case strings.HasPrefix(id, "done"):
+			want = []string{"TASK_STATE_COMPLETED"}
+		case strings.HasPrefix(id, "soleheld"):
+			want = []string{"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"}
+		}
+		ids := map[string]bool{}
+		for ans := range got {
+			f := strings.Fields(ans) // task <id> <state>
+			if len(f) != 3 || f[0] != "task" || !slices.Contains(want, f[2]) {
+				t.Errorf("retries of %s on the restarted sole server: %v, want one task in %v", id, got, want)
+				break
+			}
+			ids[f[1]] = true
+		}
+		if len(ids) > 1 {
+			t.Errorf("retries of %s on the restarted sole server named %d tasks: %v", id, len(ids), got)
+		}
+	}
+	for _, s := range append(soleWorking, working...) {
+		checkStopped(t, s4.URL, s, tasks[s.MessageID])
+	}
+	checkRuns(t, runs, append(append(working, done...), soleWorking...), 1)
+	checkRuns(t, runs, append(held, soleHeld...), 2)
+	t.Logf("after the last restart: retries answered %v", answers)
+}
+
+// startWorking starts n sends of message ids prefix-i whose agents report WORKING and
+// then work for a minute; the clients leave after the first event. It records their
+// task ids.
+func startWorking(t *testing.T, base, prefix string, n int, tasks map[string]string) []wireclient.Send {
+	t.Helper()
+	var out []wireclient.Send
+	for i := range n {
+		s := send(wireclient.Bindings[i%2], fmt.Sprintf("%s-%d", prefix, i), "wait 1m work")
+		s.Streaming, s.StopAfterFirstEvent = true, true
+		a := do(t, base, s)
+		if a.Kind != wireclient.Task {
+			t.Fatalf("first send %s: %v", s.MessageID, a)
+		}
+		tasks[s.MessageID] = a.TaskID
+		out = append(out, s)
+	}
+	return out
+}
+
+// startHeld starts n sends of message ids prefix-i whose agents hold their first
+// event, and forgets their answers: the server is killed before it answers.
+func startHeld(t *testing.T, base, prefix string, n int) []wireclient.Send {
+	var out []wireclient.Send
+	for i := range n {
+		s := send(wireclient.JSONRPC, fmt.Sprintf("%s-%d", prefix, i), "hold")
+		fire(t, base, s)
+		out = append(out, s)
+	}
+	return out
+}
+
+// checkStopped checks that a retry of s gets task taskID FAILED, with the status
+// message saying that the server stopped.
+func checkStopped(t *testing.T, base string, s wireclient.Send, taskID string) {
+	t.Helper()
+	s.Streaming, s.StopAfterFirstEvent = false, false
+	a := do(t, base, s)
+	if a.Kind != wireclient.Task || a.TaskID != taskID || a.State != "TASK_STATE_FAILED" || !strings.Contains(string(a.Raw), "server stopped") {
+		t.Errorf("retry of %s once its run's liveness ended: %v in state %s (%.300s), want task %s FAILED, the server stopped", s.MessageID, a, a.State, a.Raw, taskID)
+	}
 }
 
 // TestReplicas: two server processes on one PostgreSQL schema behind a round-robin
@@ -160,7 +205,7 @@ func TestRestart(t *testing.T) {
 // (WORKING while it runs, COMPLETED after), and 64 concurrent identical sends spread
 // over both replicas run the agent once.
 func TestReplicas(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := testdb.PostgresSchema(t, "kit_durable_")
 	bin := testkit.BuildCommand(t, serverPkg)
 	runs, logs := filepath.Join(t.TempDir(), "runs.txt"), serverLog(t)
 	start := func(name string) *testkit.Command {
@@ -194,7 +239,7 @@ func TestReplicas(t *testing.T) {
 		if !states["TASK_STATE_WORKING"] || !states["TASK_STATE_COMPLETED"] {
 			t.Errorf("%s: the replica not running the agent answered states %v, want WORKING, then COMPLETED", binding, states)
 		}
-		checkRuns(t, runs, []wireclient.Send{first})
+		checkRuns(t, runs, []wireclient.Send{first}, 1)
 	}
 
 	// 64 identical sends at once, alternating between the replicas.
@@ -221,7 +266,7 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("answers by replica: %v, want both", replicas)
 	}
 	t.Logf("64 identical sends: answers %v, by replica %v", ids, replicas)
-	checkRuns(t, runs, []wireclient.Send{same})
+	checkRuns(t, runs, []wireclient.Send{same}, 1)
 }
 
 // send returns a keyed unary send of text whose key is derived from the message id
@@ -283,8 +328,9 @@ func do(t *testing.T, base string, s wireclient.Send) wireclient.Answer {
 	return a
 }
 
-// waitBound waits until every send's key is bound to a task in the SQLite file.
-func waitBound(t *testing.T, path string, sends []wireclient.Send) {
+// waitHeld waits until every send's key is claimed, and its agent started, in the
+// SQLite file, with its task not stored.
+func waitHeld(t *testing.T, path string, sends []wireclient.Send) {
 	t.Helper()
 	ix, err := testdb.Open(context.Background(), testdb.SQLiteDSN(path), "", 1)
 	if err != nil {
@@ -298,27 +344,31 @@ func waitBound(t *testing.T, path string, sends []wireclient.Send) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if found && rec.TaskID != "" {
+			if found && !rec.Pending() {
+				t.Fatalf("the key of %s is bound to %q while its agent holds its first event", s.MessageID, rec.TaskID)
+			}
+			if found {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the key of %s was not bound within 10s", s.MessageID)
+				t.Fatalf("the key of %s was not claimed within 10s", s.MessageID)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	time.Sleep(100 * time.Millisecond) // the claims' agents start
 }
 
-// checkRuns checks that the run file records exactly one run of each send.
-func checkRuns(t *testing.T, path string, sends []wireclient.Send) {
+// checkRuns checks that the run file records n runs of each send.
+func checkRuns(t *testing.T, path string, sends []wireclient.Send, n int) {
 	t.Helper()
 	runs, by, err := testkit.ReadRunFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sends {
-		if runs[s.MessageID] != 1 {
-			t.Errorf("the agent ran %d times for %s (on %v), want once", runs[s.MessageID], s.MessageID, by[s.MessageID])
+		if runs[s.MessageID] != n {
+			t.Errorf("the agent started %d times for %s (on %v), want %d", runs[s.MessageID], s.MessageID, by[s.MessageID], n)
 		}
 	}
 }
@@ -343,32 +393,6 @@ func roundRobin(t *testing.T, upstreams ...string) string {
 	})
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// postgresSchema returns the DSN of IDEMPOTENCY_POSTGRES_DSN with a fresh schema as
-// its search_path, dropped when the test ends.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	dsn := testkit.PostgresDSN(t)
-	db, err := testdb.OpenDB(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	schema := testkit.RandomName("kit_durable_")
-	if _, err := db.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", testkit.PostgresDSNVar, err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec(`DROP SCHEMA "` + schema + `" CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
 }
 
 func firstKey(m map[string]int) string {

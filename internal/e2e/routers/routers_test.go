@@ -77,7 +77,8 @@ func startServer(t *testing.T, rt router, index idempotency.KeyIndex) *server {
 	t.Helper()
 	s := &server{agent: &testkit.Agent{WaitWord: true, ReplyPrefix: "reply"}, store: &testkit.HidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
 		Authenticator: a2asrv.NewTaskStoreAuthenticator()})}}
-	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}), a2asrv.WithTaskStore(s.store),
+	handler := a2asrv.NewHandler(adapter.NewExecutor(s.agent, adapter.Options{}),
+		a2asrv.WithTaskStore(adapter.NewBindingStore(s.store, adapter.Options{})),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(s.store, adapter.Options{})))
 	idem, err := middleware.New(index, middleware.Options{Lease: lease, ReplayWait: replayWait, MaxBodyBytes: maxBody,
 		Scope: func(r *http.Request, tenant string) (string, error) {
@@ -224,25 +225,18 @@ var rows = []struct {
 		e.wantRuns(m, 1)
 	}},
 	{"retry while the task is not known", func(e *env) {
-		// The agent answers with a Message after 1.5 s: until then the key names a task
-		// that is never stored. A unary retry waits ReplayWait and gets 409; a streaming
-		// retry subscribes to the execution, which is running, and gets its Message.
+		// The agent answers with a Message after 1.5 s: until then the key is pending
+		// (it is bound once a task is stored, or to the Message). A retry, unary or
+		// streaming, waits ReplayWait and gets 409.
 		m := e.msg("wait 1500ms reply late")
 		done := make(chan struct{})
 		go func() { defer close(done); e.run(m) }()
 		time.Sleep(100 * time.Millisecond)
 		a := e.send(e.srv.url, m)
 		<-done
-		switch {
-		case e.streaming:
-			if a.Status != http.StatusOK || a.Kind != "message" {
-				e.t.Errorf("streaming retry: %v; want the first attempt's Message, live", a)
-			}
-		default:
-			e.wantError(a, http.StatusConflict, -32000, "ABORTED", "still in flight")
-			if a.RetryAfter == "" {
-				e.t.Error("409 without Retry-After")
-			}
+		e.wantError(a, http.StatusConflict, -32000, "ABORTED", "still in flight")
+		if a.RetryAfter == "" {
+			e.t.Error("409 without Retry-After")
 		}
 		e.wantRuns(m, 1)
 	}},
@@ -297,15 +291,15 @@ var rows = []struct {
 		}
 	}},
 	{"adapter could not bind", func(e *env) {
+		// The adapter binds once the task is stored, after the agent started: the
+		// client gets its task, and the key stays pending (never released).
 		m := e.msg("hi")
-		a := e.send(e.failBind.url, m)
-		switch {
-		case !e.streaming:
-			e.wantError(a, http.StatusServiceUnavailable, -32000, "UNAVAILABLE", "unavailable")
-		default:
-			e.wantError(a, http.StatusOK, -32603, "INTERNAL", "")
+		if a := e.send(e.failBind.url, m); !a.IsTask() {
+			e.t.Errorf("send whose bind failed: %v; want its task", a)
 		}
-		e.wantRuns(m, 0)
+		e.wantRuns(m, 1)
+		e.wantError(e.send(e.failBind.url, m), http.StatusConflict, -32000, "ABORTED", "still in flight")
+		e.wantRuns(m, 1)
 	}},
 	{"body over MaxBodyBytes", func(e *env) {
 		m := e.msg("hi")

@@ -16,12 +16,18 @@ import (
 	"time"
 )
 
-// DB is the part of a database handle the stores use. *sql.DB has it, and so has
-// *sqlx.DB, which embeds one.
-type DB interface {
+// Runner is what a statement runs on: a database handle, or a transaction
+// (*sql.Tx).
+type Runner interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DB is the part of a database handle the stores use. *sql.DB has it, and so has
+// *sqlx.DB, which embeds one.
+type DB interface {
+	Runner
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
@@ -153,7 +159,7 @@ func ParseTable(s string) (schema, name string, err error) {
 
 // Exec runs a statement that changes rows, through RetryBusy, and returns how many
 // it changed.
-func Exec(ctx context.Context, db DB, sqlite bool, query string, args ...any) (int64, error) {
+func Exec(ctx context.Context, db Runner, sqlite bool, query string, args ...any) (int64, error) {
 	var n int64
 	err := RetryBusy(ctx, sqlite, func() error {
 		res, err := db.ExecContext(ctx, query, args...)
@@ -168,7 +174,7 @@ func Exec(ctx context.Context, db DB, sqlite bool, query string, args ...any) (i
 
 // QueryRow runs a query through RetryBusy and scans its first row into dest; it
 // returns sql.ErrNoRows when there is none.
-func QueryRow(ctx context.Context, db DB, sqlite bool, query string, args []any, dest ...any) error {
+func QueryRow(ctx context.Context, db Runner, sqlite bool, query string, args []any, dest ...any) error {
 	return RetryBusy(ctx, sqlite, func() error {
 		return db.QueryRowContext(ctx, query, args...).Scan(dest...)
 	})

@@ -1,12 +1,18 @@
 // Command crashserver is the server the crash test kills: an a2a-go echo server
-// behind the kit (middleware and adapter) on a SQLite file or a PostgreSQL database,
-// which appends the message id of every run of its agent to a file before the agent
-// does anything, so that the runs of a process killed with SIGKILL are still counted.
+// behind the kit (middleware, adapter, TaskReader) whose tasks and keys live in one
+// SQLite file or one PostgreSQL database (package a2atasks beside sqlstore), which
+// appends a line for every run of its agent to a file before the agent does
+// anything, so that the runs of a process killed with SIGKILL are still counted.
 //
-//	crashserver -store /tmp/keys.db -runs /tmp/runs.txt -lease 1s
+//	crashserver -db /tmp/kit.db -runs /tmp/runs.txt -name 3 -lease 1s -run-lease 1s
 //
-// It prints "listening <base URL>" on its first line of standard output once it
-// accepts connections, and serves until it is killed.
+// A run line is "<message id> <name> <start, ns since the Unix epoch>". The agent
+// waits a random time up to -delay/2 before its first event (the key is then
+// claimed, the task not stored), reports the task WORKING, works a random time up to
+// -delay and completes it. With -sole the server calls a2atasks' Restarted before it
+// serves, and the middleware runs as the sole instance. It prints "listening <base
+// URL>" on its first line of standard output once it accepts connections, and
+// serves until it is killed.
 package main
 
 import (
@@ -14,9 +20,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
@@ -32,31 +43,52 @@ func main() {
 
 func run() error {
 	addr := flag.String("addr", "127.0.0.1:0", "`host:port` to listen on")
-	store := flag.String("store", "", "key index: a SQLite file `path` or a postgres:// DSN")
-	table := flag.String("table", "", "key table `name` (default sqlstore's)")
-	runsPath := flag.String("runs", "", "`file` the agent appends the message id of each run to")
+	dsn := flag.String("db", "", "the database: a SQLite file `path` or a postgres:// DSN")
+	runsPath := flag.String("runs", "", "`file` the agent appends a line to as each run starts")
+	name := flag.String("name", "server", "the `name` of this process in the run file")
 	lease := flag.Duration("lease", time.Second, "the middleware's lease")
+	runLease := flag.Duration("run-lease", time.Second, "a2atasks' run lease")
 	replayWait := flag.Duration("replay-wait", 200*time.Millisecond, "the middleware's ReplayWait")
 	delay := flag.Duration("delay", 30*time.Millisecond, "the longest the agent works on a task")
+	sole := flag.Bool("sole", false, "the only server on the database: end what its predecessor left at once")
 	flag.Parse()
-	if *store == "" || *runsPath == "" {
-		return fmt.Errorf("-store and -runs are required")
+	if *dsn == "" || *runsPath == "" {
+		return fmt.Errorf("-db and -runs are required")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	onRun, err := testkit.RunFile(*runsPath, "")
+	runs, err := os.OpenFile(*runsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	ix, err := testdb.Open(context.Background(), *store, *table, 16)
+	db, keys, tasks, err := testdb.OpenTaskStores(context.Background(), *dsn, 0, *runLease, *sole, logger)
 	if err != nil {
 		return err
 	}
-	agent := testkit.Echo(*delay)
-	agent.OnRun = onRun
+	db.SetMaxOpenConns(16)
+
+	agent := &testkit.Agent{Delay: *delay, Jitter: true}
+	agent.OnRun = func(_ context.Context, ec *a2asrv.ExecutorContext) {
+		line := ec.Message.ID + " " + *name + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n"
+		if _, err := runs.WriteString(line); err != nil {
+			fmt.Fprintln(os.Stderr, "recording a run:", err)
+			os.Exit(3)
+		}
+	}
+	agent.Script = func(ctx context.Context, _ *a2asrv.ExecutorContext, _ string, _ int64) (a2a.Event, error) {
+		// Before the first event: the key is claimed, the task not stored.
+		select {
+		case <-time.After(rand.N(*delay/2 + 1)):
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}
 	return testkit.ServeCommand(*addr, func(base string) (http.Handler, error) {
-		srv, err := testkit.New(testkit.Config{Agent: agent,
-			Index:      ix,
-			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, Logger: logger},
+		srv, err := testkit.New(testkit.Config{
+			Agent:      agent,
+			Index:      keys,
+			TaskStore:  tasks,
+			TaskReader: true,
+			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
 			BaseURL:    base,
 			Logger:     logger,
 		})

@@ -10,8 +10,10 @@
 //	durableserver -db 'postgres://…?search_path=s1' -runs /tmp/runs.txt -name b
 //
 // A message whose text begins with "hold" makes the agent wait -hold before its first
-// event (the key is then bound, the task not stored); the agent works -work after
-// reporting the task WORKING, then completes it. It prints "listening <base URL>" on
+// event (the key is then claimed, the task not stored); the agent works -work after
+// reporting the task WORKING (or d for a text "wait <d> …"), then completes it. With
+// -sole the server calls a2atasks' Restarted before it serves: what its predecessor
+// left is ended at once. It prints "listening <base URL>" on
 // its first line of standard output once it accepts connections, and serves until it
 // is stopped.
 package main
@@ -32,7 +34,6 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/middleware"
-	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
@@ -50,7 +51,8 @@ func run() error {
 	name := flag.String("name", "server", "the `name` in X-Replica and in the run file")
 	lease := flag.Duration("lease", 10*time.Second, "the middleware's lease")
 	replayWait := flag.Duration("replay-wait", 500*time.Millisecond, "the middleware's ReplayWait")
-	sole := flag.Bool("sole", false, "the middleware's SoleInstance")
+	sole := flag.Bool("sole", false, "the only server on the database: a2atasks' Restarted before serving, and the middleware's SoleInstance")
+	runLease := flag.Duration("run-lease", 2*time.Second, "a2atasks' run lease")
 	work := flag.Duration("work", time.Second, "how long the agent works on a task")
 	hold := flag.Duration("hold", time.Minute, "how long the agent waits before the first event of a message whose text begins with \"hold\"")
 	retention := flag.Duration("retention", time.Hour, "terminal task retention (and the keys' time to live)")
@@ -65,24 +67,13 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	db, err := testdb.OpenDB(*dsn)
+	_, keys, tasks, err := testdb.OpenTaskStores(ctx, *dsn, *retention, *runLease, *sole, logger)
 	if err != nil {
-		return err
-	}
-	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable, TTL: *retention})
-	if err != nil {
-		return err
-	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
-	if err != nil {
-		return err
-	}
-	if err := tasks.Migrate(ctx); err != nil {
 		return err
 	}
 	go sweepEvery(ctx, tasks, *sweep, idempotency.RetentionPolicy{TerminalTaskRetention: *retention}, logger)
 
-	agent := &testkit.Agent{Delay: *work}
+	agent := &testkit.Agent{Delay: *work, WaitWord: true}
 	agent.OnRun = func(ctx context.Context, ec *a2asrv.ExecutorContext) {
 		onRun(ctx, ec)
 		if len(ec.Message.Parts) > 0 && strings.HasPrefix(ec.Message.Parts[0].Text(), "hold") {
