@@ -146,8 +146,8 @@ type KeyIndex interface {
 // Token is a fencing token: proof of ownership of one claim. A takeover issues a new
 // token, and the old one is then refused by Bind, Release and Extend. Every token an
 // index issues, to a new claim or to a takeover, is one it never issued before: tokens
-// are unique per index (not merely per key), so a token from a released claim cannot pass for the
-// token of a later claim of the same key. The zero Token is never issued.
+// are unique per index (not merely per key), so a token from a released claim cannot
+// pass for the token of a later claim of the same key. The zero Token is never issued.
 type Token uint64
 
 // ClaimStatus is the outcome of [KeyIndex.Claim].
