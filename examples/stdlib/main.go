@@ -29,15 +29,12 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
-	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/examples/internal/echo"
 	"github.com/a2akit/idempotency/middleware"
-	"github.com/a2akit/idempotency/redisstore"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -58,7 +55,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
 	store := fs.String("store", "idempotency.db", "where tasks and keys are kept: a SQLite file `path`, or a postgres:// URL")
-	keysURL := fs.String("keys", "", "a redis:// or rediss:// `URL` (prefix= in its query sets the key prefix): keep the keys in Redis or Valkey, the tasks in -store")
 	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
 	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	if err := fs.Parse(args); err != nil {
@@ -79,30 +75,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// With -keys, the keys in Redis instead: replicas that share Redis (and their tasks
-	// in PostgreSQL) share the keys, which Redis deletes after 24 hours. The task
-	// store then does not bind keys in its own transaction; adapter.BindingStore binds
-	// each new task's key in Redis right after the task's first save.
-	var index idempotency.KeyIndex = keys
-	taskOpts, where := a2atasks.Options{Keys: keys}, "tasks and keys in "+sqlstore.Describe(*store)
-	if *keysURL != "" {
-		rkeys, err := redisstore.OpenURL(ctx, *keysURL, redisstore.Options{})
-		if err != nil {
-			return err
-		}
-		defer rkeys.Close()
-		index, taskOpts.Keys, where = rkeys, nil, "tasks in "+sqlstore.Describe(*store)+", keys in "+redisstore.Describe(*keysURL)
-	}
-	tasks, err := a2atasks.New(db, taskOpts)
+	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
 	if err != nil {
 		return err
 	}
 	if err := tasks.Migrate(ctx); err != nil {
 		return err
-	}
-	var taskStore taskstore.Store = tasks
-	if *keysURL != "" {
-		taskStore = adapter.NewBindingStore(tasks, adapter.Options{Logger: logger})
 	}
 
 	// kit (1): the agent runs behind the adapter. adapter.Executor binds each keyed
@@ -112,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	aopts := adapter.Options{Logger: logger}
 	handler := a2asrv.NewHandler(adapter.NewExecutor(&echo.Agent{Delay: *delay, ReplyMessage: *reply == "message"}, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
-		a2asrv.WithTaskStore(taskStore),
+		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
 	ln, base, err := echo.Listen(*addr)
@@ -131,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// from the task store. Its scope is the tenant a2a-go sees, the REST path segment
 	// included. The server has no authentication, so the tasks' owner is a2a-go's
 	// anonymous user, which is the TaskReader's default.
-	idem, err := middleware.New(index, middleware.Options{
+	idem, err := middleware.New(keys, middleware.Options{
 		Logger: logger,
 		Scope:  middleware.TenantPathScope(echo.TenantRESTPath),
 		Tasks:  adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
@@ -140,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), %s\n", *delay, *reply, where)
+	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, sqlstore.Describe(*store))
 	echo.PrintURLs(stdout, base)
 	// kit (3): the middleware goes in front of the whole mux, card included, so that
 	// it sees every send and declares the extension on the card it serves.

@@ -173,6 +173,22 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	}
 }
 
+// RedisKeys returns the -keys URL of the test server with a prefix of the test's own,
+// and checks when the test ends that the server kept keys there (the example did not
+// fall back to its SQL key table).
+func RedisKeys(t *testing.T) string {
+	t.Helper()
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
+	rdb := redistest.Client(t, url)
+	t.Cleanup(func() {
+		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
+			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
+		}
+	})
+	return url + "?prefix=" + prefix
+}
+
 // PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
 // the variable is unset, and fails it when the database cannot be reached.
 func PostgresDSN(t *testing.T) string { return testdb.Postgres(t) }
@@ -356,23 +372,6 @@ func CheckRestart(t *testing.T, run RunFunc, args ...string) {
 	if n := Runs(t, second); n != runs {
 		t.Errorf("the agent's run count went from %d to %d across the restart and the retry, want no new run", runs, n)
 	}
-}
-
-// RedisKeys returns the -keys URL of the test Redis (IDEMPOTENCY_REDIS_URL; the test
-// is skipped when it is unset) with a key prefix of the test's own, and checks when
-// the test ends that the server kept keys there (the example did not fall back to its
-// SQL key table).
-func RedisKeys(t *testing.T) string {
-	t.Helper()
-	url := redistest.URL(t)
-	prefix := redistest.Prefix(t, url)
-	rdb := redistest.Client(t, url)
-	t.Cleanup(func() {
-		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
-			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
-		}
-	})
-	return url + "?prefix=" + prefix
 }
 
 // CheckConcurrentDuplicates sends n identical keyed messages at once to the server's

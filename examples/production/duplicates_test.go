@@ -20,7 +20,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 		{"redis", func(t *testing.T) []string { return []string{"-keys", exampletest.RedisKeys(t)} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "500ms"}, tc.keys(t)...)
+			args := append([]string{"-grpc", "", "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "500ms"}, tc.keys(t)...)
 			exampletest.CheckConcurrentDuplicates(t, exampletest.Start(t, run, args...), 32)
 		})
 	}

@@ -4,26 +4,35 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/exampletest"
 )
 
 // TestRedis runs the demonstration (a keyed send cut mid-run and retried until its
-// task completes, a reused key, keyedclient) on both bindings, and with a tenant,
-// against the server with its keys in Redis and its tasks in a SQLite file, as
+// task completes, then a reused key, then keyedclient) on both bindings, and with a
+// tenant, against the server with its keys in Redis and its tasks in a SQLite file, as
 // TestSQLite does with both in the file.
 func TestRedis(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-store", store, "-keys", exampletest.RedisKeys(t), "-delay", "1s")
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-keys", exampletest.RedisKeys(t), "-delay", "1s")
 	exampletest.CheckServer(t, srv, "tasks in SQLite file "+store+", keys in Redis ")
-	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme")
+	for _, tc := range []struct{ binding, tenant string }{
+		{"jsonrpc", ""},
+		{"rest", ""},
+		{"rest", "acme"},
+	} {
+		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
+			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
+		})
+	}
 }
 
 // TestRedisReplyMessage: an agent that answers with a Message; a retry gets the same
 // Message from Redis, and the agent ran once.
 func TestRedisReplyMessage(t *testing.T) {
-	srv := exampletest.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", exampletest.RedisKeys(t),
+	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", exampletest.RedisKeys(t),
 		"-reply", "message", "-delay", "0")
 	for _, binding := range []string{"jsonrpc", "rest"} {
 		t.Run(binding, func(t *testing.T) {
