@@ -34,7 +34,9 @@ import (
 // not do what was asked (storage unreachable, timeout, fenced out), and callers must not
 // assume anything was stored. Sentinel errors are wrapped with context and compared
 // with errors.Is. All methods are safe for concurrent use, across goroutines and, for
-// indexes backed by shared storage, across processes and machines.
+// indexes backed by shared storage, across processes and machines. What a call returns
+// reflects every call that returned before it began, through any handle on the same
+// storage: no handle answers from what it read before.
 //
 // A key lives for the index's time to live, counted from its first claim (24 hours by
 // default in the bundled indexes; replays do not extend it). Past it, the key counts
@@ -131,7 +133,7 @@ type KeyIndex interface {
 	//
 	// An owner whose lease ended while its send still ran (its extension came late)
 	// may still Bind as long as nobody took the claim over: what ran is better recorded
-	// than lost. It may not Extend again.
+	// than lost. It may also Release it then. It may not Extend again.
 	Extend(ctx context.Context, scope, key string, token Token, lease time.Duration) error
 
 	// Lookup returns what is known of (scope, key) now, and false when the key is
@@ -142,9 +144,10 @@ type KeyIndex interface {
 }
 
 // Token is a fencing token: proof of ownership of one claim. A takeover issues a new
-// token, and the old one is then refused by Bind, Release and Extend. Tokens are unique per
-// index (not merely per key), so a token from a released claim cannot pass for the
-// token of a later claim of the same key. The zero Token is never issued.
+// token, and the old one is then refused by Bind, Release and Extend. Every token an
+// index issues, to a new claim or to a takeover, is one it never issued before: tokens
+// are unique per index (not merely per key), so a token from a released claim cannot
+// pass for the token of a later claim of the same key. The zero Token is never issued.
 type Token uint64
 
 // ClaimStatus is the outcome of [KeyIndex.Claim].
@@ -293,7 +296,8 @@ type Sweeper interface {
 	// It never deletes a key younger than that age (even a pending claim whose lease
 	// ended), nor a pending claim whose lease is still running. It is safe to run from
 	// several processes at once, and while claims go on. When ctx ends before or
-	// between batches, it returns the report so far and an error wrapping ctx.Err().
+	// between batches, it returns the report so far and an error wrapping ctx.Err(); it
+	// checks ctx before every batch.
 	PurgeExpired(ctx context.Context, policy RetentionPolicy) (PurgeReport, error)
 }
 
@@ -357,7 +361,10 @@ type PurgeReport struct {
 // CapacityReporter is implemented by indexes that bound the number of keys per scope.
 type CapacityReporter interface {
 	// Capacity reports how many keys scope holds now and how many it may hold (zero
-	// meaning no bound).
+	// meaning no bound). Held may count keys past their time to live that the index has
+	// not deleted yet; they never keep a new key out. Limit bounds this scope alone: an
+	// index that also bounds its keys in total may refuse a new key with [ErrFull]
+	// before any scope reaches its Limit, or while Limit is 0.
 	Capacity(ctx context.Context, scope string) (Capacity, error)
 }
 

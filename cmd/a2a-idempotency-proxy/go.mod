@@ -3,12 +3,18 @@ module github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy
 go 1.26
 
 require (
-	github.com/a2akit/idempotency v0.0.0-20261201205952-be565bea517e
-	github.com/jmoiron/sqlx v1.4.0
+	github.com/a2akit/idempotency v0.0.0-20261201213629-c56ce410d67a
+	github.com/a2akit/idempotency/redisstore v0.0.0-20261201213629-c56ce410d67a
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/common v0.70.1
+)
+
+require (
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/jmoiron/sqlx v1.4.0 // indirect
+	github.com/redis/go-redis/v9 v9.17.3 // indirect
 )
 
 require (

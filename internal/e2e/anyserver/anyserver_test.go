@@ -184,43 +184,45 @@ func TestStreamingRetryAttachesLive(t *testing.T) {
 // The proxy is SIGKILLed while keyed sends run, and restarted on the same key store:
 // retries get the tasks, and each key ran at most once.
 func TestProxyKilledMidSend(t *testing.T) {
-	for _, b := range st.Bindings {
-		t.Run(string(b), func(t *testing.T) {
-			t.Parallel()
-			up := startUpstream(t)
-			store := filepath.Join(t.TempDir(), "keys.db")
-			args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
-				"-log-level", "WARN", "-lease", "2s", "-replay-wait", "2s"}
-			p := startProcess(t, proxyBin, args...)
-			msgs := make([]st.Msg, 4)
-			var wg sync.WaitGroup
-			for i := range msgs {
-				msgs[i] = st.NewMsg(b, i%2 == 1, "wait 3s killed")
-				wg.Go(func() {
-					if msgs[i].Streaming {
-						if s, err := st.OpenStream(context.Background(), p.url, msgs[i]); err == nil {
-							for _, err := s.Next(); err == nil; _, err = s.Next() {
+	for _, ps := range proxyStores {
+		for _, b := range st.Bindings {
+			t.Run(ps.name+"/"+string(b), func(t *testing.T) {
+				t.Parallel()
+				up := startUpstream(t)
+				store := ps.open(t)
+				args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
+					"-log-level", "WARN", "-lease", "2s", "-replay-wait", "2s"}
+				p := startProcess(t, proxyBin, args...)
+				msgs := make([]st.Msg, 4)
+				var wg sync.WaitGroup
+				for i := range msgs {
+					msgs[i] = st.NewMsg(b, i%2 == 1, "wait 3s killed")
+					wg.Go(func() {
+						if msgs[i].Streaming {
+							if s, err := st.OpenStream(context.Background(), p.url, msgs[i]); err == nil {
+								for _, err := s.Next(); err == nil; _, err = s.Next() {
+								}
+								s.Close()
 							}
-							s.Close()
+							return
 						}
-						return
-					}
-					st.Send(context.Background(), p.url, msgs[i])
-				})
-			}
-			time.Sleep(700 * time.Millisecond)
-			p.kill()
-			wg.Wait()
-			p = startProcess(t, proxyBin, args...)
-			time.Sleep(2 * time.Second) // past every lease
-			for _, m := range msgs {
-				m.Streaming = false
-				st.RetryUntil(t, p.url, m, 10*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
-			}
-			if runs := up.runs(t); runs > int64(len(msgs)) {
-				t.Errorf("%d keys ran %d times; want at most once each", len(msgs), runs)
-			}
-		})
+						st.Send(context.Background(), p.url, msgs[i])
+					})
+				}
+				time.Sleep(700 * time.Millisecond)
+				p.kill()
+				wg.Wait()
+				p = startProcess(t, proxyBin, args...)
+				time.Sleep(2 * time.Second) // past every lease
+				for _, m := range msgs {
+					m.Streaming = false
+					st.RetryUntil(t, p.url, m, 10*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
+				}
+				if runs := up.runs(t); runs > int64(len(msgs)) {
+					t.Errorf("%d keys ran %d times; want at most once each", len(msgs), runs)
+				}
+			})
+		}
 	}
 }
 
@@ -294,27 +296,31 @@ func mustEntry(t *testing.T, card []byte) []byte {
 // get 409 rather than taking the key over; once the run ends they get the task. One
 // run.
 func TestLeaseRenewedAcrossProxies(t *testing.T) {
-	up := startUpstream(t, "-no-streaming")
-	store := filepath.Join(t.TempDir(), "keys.db")
-	args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
-		"-log-level", "WARN", "-lease", "1s", "-replay-wait", "200ms"}
-	a, b := startProcess(t, proxyBin, args...), startProcess(t, proxyBin, args...)
-	m := st.NewMsg(st.JSONRPC, false, "wait 3s renewed")
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	if _, err := st.Send(ctx, a.url, m); err == nil {
-		t.Fatal("the first attempt answered within 300ms; want it cut")
+	for _, ps := range proxyStores {
+		t.Run(ps.name, func(t *testing.T) {
+			up := startUpstream(t, "-no-streaming")
+			store := ps.open(t)
+			args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
+				"-log-level", "WARN", "-lease", "1s", "-replay-wait", "200ms"}
+			a, b := startProcess(t, proxyBin, args...), startProcess(t, proxyBin, args...)
+			m := st.NewMsg(st.JSONRPC, false, "wait 3s renewed")
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			if _, err := st.Send(ctx, a.url, m); err == nil {
+				t.Fatal("the first attempt answered within 300ms; want it cut")
+			}
+			cancel()
+			for _, at := range []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond} {
+				time.Sleep(time.Until(start.Add(at)))
+				r, err := st.Send(context.Background(), b.url, m)
+				if err != nil || r.Status != http.StatusConflict {
+					t.Errorf("retry through the other proxy %v after the first attempt: %v, %v; want 409", at, r, err)
+				}
+			}
+			st.RetryUntil(t, b.url, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
+			checkRuns(t, up, 1)
+		})
 	}
-	cancel()
-	for _, at := range []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond} {
-		time.Sleep(time.Until(start.Add(at)))
-		r, err := st.Send(context.Background(), b.url, m)
-		if err != nil || r.Status != http.StatusConflict {
-			t.Errorf("retry through the other proxy %v after the first attempt: %v, %v; want 409", at, r, err)
-		}
-	}
-	st.RetryUntil(t, b.url, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
-	checkRuns(t, up, 1)
 }
 
 // SIGTERM stops the proxy gracefully: a send in flight is answered, then the

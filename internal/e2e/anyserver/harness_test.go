@@ -21,6 +21,7 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
+	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
 // Binaries built once by TestMain.
@@ -159,16 +160,39 @@ type front struct {
 	start func(t *testing.T, up upstream, k kit) string // returns the base URL
 }
 
-// fronts are the two ways the kit stands in front of a server it cannot see inside.
+// fronts are the ways the kit stands in front of a server it cannot see inside: the
+// proxy on each of its kinds of store, and the middleware.
 var fronts = []front{
 	{"proxy", func(t *testing.T, up upstream, k kit) string {
 		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
-			"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN"}, k.proxyArgs()...)
+			"-store", sqliteStore(t), "-log-level", "WARN"}, k.proxyArgs()...)
+		return startProcess(t, proxyBin, args...).url
+	}},
+	{"proxy-redis", func(t *testing.T, up upstream, k kit) string {
+		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+			"-store", redisStore(t), "-log-level", "WARN"}, k.proxyArgs()...)
 		return startProcess(t, proxyBin, args...).url
 	}},
 	{"middleware", func(t *testing.T, up upstream, k kit) string {
 		return startInProcess(t, memstore.New(memstore.Options{}), up, k.options())
 	}},
+}
+
+// proxyStores are the proxy's kinds of store, for the checks that restart a proxy
+// on its store or run two on one: each returns a fresh store for t.
+var proxyStores = []struct {
+	name string
+	open func(t *testing.T) string
+}{{"sqlite", sqliteStore}, {"redis", redisStore}}
+
+// sqliteStore returns a fresh SQLite file for -store.
+func sqliteStore(t *testing.T) string { return filepath.Join(t.TempDir(), "keys.db") }
+
+// redisStore returns the URL of the test Redis (IDEMPOTENCY_REDIS_URL; the test is
+// skipped when it is unset) with a key prefix of t's own, for -store.
+func redisStore(t *testing.T) string {
+	u := redistest.URL(t)
+	return u + "?prefix=" + redistest.Prefix(t, u)
 }
 
 // startInProcess serves the middleware over index in front of an
