@@ -44,12 +44,12 @@ func (a *echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 }
 
 // An a2a-go server with the kit: the middleware in front of the transports claims
-// keys, the Executor binds each key to its task before the agent runs, and the
-// FollowUpBinder binds follow-ups. A keyed message sent twice runs the agent once, and
+// keys, the Executor holds each claim while the agent runs, the BindingStore binds
+// the key once its task is stored, and the FollowUpBinder binds follow-ups. A keyed message sent twice runs the agent once, and
 // both answers name the same task.
 func Example() {
 	agent := &echoAgent{}
-	tasks := taskstore.NewInMemory(nil)
+	tasks := adapter.NewBindingStore(taskstore.NewInMemory(nil), adapter.Options{})
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}), a2asrv.WithTaskStore(tasks),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 	mux := http.NewServeMux()

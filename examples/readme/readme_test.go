@@ -30,8 +30,8 @@ import (
 
 // README snippet: wrap
 func newServer(agent a2asrv.AgentExecutor, card *a2a.AgentCard) (http.Handler, error) {
-	// Was: a2asrv.NewHandler(agent). The adapter binds each key to its task before the agent runs.
-	tasks := taskstore.NewInMemory(nil)
+	// Was: a2asrv.NewHandler(agent). The adapter binds each key to its task once the task is stored.
+	tasks := adapter.NewBindingStore(taskstore.NewInMemory(nil), adapter.Options{})
 	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}), a2asrv.WithTaskStore(tasks),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, adapter.Options{})))
 	mux := http.NewServeMux()
