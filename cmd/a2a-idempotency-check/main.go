@@ -91,7 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.Text, "text", "idempotency check", "`text` that begins every message the checker sends")
 	fs.BoolVar(&opts.Force, "force", false, "run the checks even when the card does not list the extension")
 	fs.Var(hdr, "H", "`header` (\"Name: value\") added to every request, e.g. an Authorization header; repeatable")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return exitPass // -h asked for the usage, which went to stderr
+	} else if err != nil {
 		return exitUsage
 	}
 	if *list {

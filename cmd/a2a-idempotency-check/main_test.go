@@ -78,3 +78,14 @@ func TestJSON(t *testing.T) {
 		t.Errorf("report: verdict %q advertised %v, %d interfaces, %d results, %d requests", rep.Verdict, rep.Advertised, len(rep.Interfaces), len(rep.Results), rep.Requests)
 	}
 }
+
+// TestHelpExitsZero: -h prints the usage and exits 0, as every command of the kit does.
+func TestHelpExitsZero(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run(context.Background(), []string{"-h"}, &out, &errOut); code != exitPass {
+		t.Fatalf("-h exits %d, want 0", code)
+	}
+	if !strings.Contains(errOut.String(), "-max-requests") {
+		t.Errorf("-h printed %q, want the usage", errOut.String())
+	}
+}
