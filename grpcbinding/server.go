@@ -264,6 +264,8 @@ type call struct {
 	send    middleware.Send
 	ss      grpc.ServerStream // of a streaming send
 	history *int32
+	// headerSet is set once the response header metadata is set.
+	headerSet bool
 }
 
 // newCall reads the send in in, and reports whether it is keyed (with a key, or with
@@ -325,7 +327,6 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 // live events as SubscribeToTask gives them; a task that has finished (a2a-go then
 // refuses the subscription) is answered alone, and a Message reply again.
 func (x *call) replayStream(step *middleware.Step) error {
-	x.servedFromFirstAttempt()
 	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
 	if step.Record.Reply == nil {
 		sub := &subscribeStream{ServerStream: x.ss, x: x}
@@ -338,6 +339,7 @@ func (x *call) replayStream(step *middleware.Step) error {
 	if err != nil {
 		return err
 	}
+	x.servedFromFirstAttempt()
 	if reply != nil {
 		return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Message{Message: reply}})
 	}

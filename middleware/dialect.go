@@ -141,3 +141,7 @@ type failure struct {
 
 // notFound reports whether f says that the task does not exist.
 func (f *failure) notFound() bool { return f.kind == failTaskNotFound || f.taskNotFound }
+
+// fromFirstAttempt reports whether f, answering a retry, is news of its first
+// attempt (its task is gone, its reply cannot be replayed) rather than a refusal.
+func (f *failure) fromFirstAttempt() bool { return f.notFound() || f.kind == failUnreplayable }

@@ -134,6 +134,13 @@ type Refusal struct {
 	Extension bool
 }
 
+// FromFirstAttempt reports whether r, answering a retry, is news of the first
+// attempt rather than a refusal: its task is gone, or its reply cannot be replayed.
+// Such an answer carries the replay marker ([idempotency.ReplayedHeader]) as a replay does.
+func (r *Refusal) FromFirstAttempt() bool {
+	return r.Kind == RefusedTaskNotFound || r.Kind == RefusedUnreplayable
+}
+
 // Produced is what the answer of a forwarded send showed, read by its binding: the
 // task it names (of a Task, or of a status or artifact update), the agent's Message
 // reply (as A2A v1.0 JSON, the form in which a reply is bound), a definite refusal
