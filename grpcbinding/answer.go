@@ -86,11 +86,15 @@ func (x *call) refuse(r *middleware.Refusal) error {
 		x.header()
 	}
 	code, reason := codeOf(r.Kind)
+	// The kit's ErrorInfo first: a2a-go's gRPC client types a status by its last
+	// ErrorInfo, whatever the domain, so A2A's comes last.
+	kit := &errdetails.ErrorInfo{Reason: r.Reason, Domain: middleware.ReasonDomain}
 	info := &errdetails.ErrorInfo{Reason: reason, Domain: errorDomain}
-	details := []protoadapt.MessageV1{info}
+	details := []protoadapt.MessageV1{kit, info}
 	if r.RetryAfter > 0 {
 		secs := retryAfterSeconds(r.RetryAfter)
 		info.Metadata = map[string]string{"retryAfterSeconds": strconv.Itoa(secs)}
+		kit.Metadata = info.Metadata
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)})
 		x.setTrailer(metadata.Pairs(retryAfterMetadata, strconv.Itoa(secs)))
 	}
@@ -117,7 +121,8 @@ func codeOf(k middleware.RefusalKind) (codes.Code, string) {
 	case middleware.RefusedUnavailable:
 		return codes.Unavailable, "SERVER_ERROR"
 	case middleware.RefusedInFlight:
-		return codes.Aborted, "SERVER_ERROR"
+		// Never ABORTED: A2A v1.1 answers a generation mismatch with it.
+		return codes.Unavailable, "SERVER_ERROR"
 	case middleware.RefusedExhausted:
 		return codes.ResourceExhausted, "RESOURCE_EXHAUSTED"
 	case middleware.RefusedUnreplayable:

@@ -49,9 +49,11 @@ func WithKeyedTransport(opts keyedclient.Options, dialOpts ...grpc.DialOption) a
 // [keyedclient.Transport] retry keyed gRPC sends. On the attempts that
 // [keyedclient.Retrying] reports, and only there, it turns an ambiguous status into a
 // [keyedclient.RetryableError], with the delay the server asked for: UNAVAILABLE (the
-// connection failed or dropped, or the server's index is unavailable), ABORTED (the
-// first attempt is still in flight, or the stream broke), and RESOURCE_EXHAUSTED with
-// a delay. a2a-go's gRPC transport would otherwise turn every status into an
+// connection failed or dropped, the server's index is unavailable, or the first
+// attempt is still in flight), ABORTED without an ErrorInfo (a2a-go's server answers
+// a stream it could not write to so), and RESOURCE_EXHAUSTED with a delay. An ABORTED
+// that carries an ErrorInfo is a typed error, A2A v1.1's TaskGenerationMismatch
+// among them, which no retry mends: it is never retried. a2a-go's gRPC transport would otherwise turn every status into an
 // *a2a.Error, which the Transport rightly never retries. Every other call, and every
 // other status, passes through unchanged.
 //
@@ -105,7 +107,11 @@ func retryable(err error, header, trailer metadata.MD) error {
 	}
 	retryAfter := retryDelay(st, header, trailer)
 	switch st.Code() {
-	case codes.Unavailable, codes.Aborted:
+	case codes.Unavailable:
+	case codes.Aborted:
+		if hasErrorInfo(st) {
+			return err
+		}
 	case codes.ResourceExhausted:
 		if retryAfter == 0 {
 			return err // a message over the size limit, most likely: retrying cannot help
@@ -117,6 +123,17 @@ func retryable(err error, header, trailer metadata.MD) error {
 		Err:        errors.New("gRPC status " + st.Code().String() + ": " + st.Message()),
 		RetryAfter: retryAfter,
 	}
+}
+
+// hasErrorInfo reports whether st carries a google.rpc.ErrorInfo: it is a typed
+// error, not a broken call.
+func hasErrorInfo(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.ErrorInfo); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // retryDelay reads the delay a status asks for: its google.rpc.RetryInfo, or a

@@ -189,7 +189,8 @@ func rawRequest(t testing.TB, req *a2a.SendMessageRequest) *a2apb.SendMessageReq
 type grpcError struct {
 	code       codes.Code
 	message    string
-	info       *errdetails.ErrorInfo
+	info       *errdetails.ErrorInfo // the last, as a2a-go's gRPC client reads it
+	kitReason  string                // of the ErrorInfo in middleware.ReasonDomain
 	retryDelay time.Duration // of a RetryInfo detail; -1 when there is none
 }
 
@@ -204,6 +205,9 @@ func statusOf(t testing.TB, err error) grpcError {
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
 			g.info = d
+			if d.GetDomain() == middleware.ReasonDomain {
+				g.kitReason = d.GetReason()
+			}
 		case *errdetails.RetryInfo:
 			g.retryDelay = d.GetRetryDelay().AsDuration()
 		}

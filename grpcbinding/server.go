@@ -33,7 +33,7 @@ type Options struct {
 	// [middleware.Options]; set them as for the HTTP middleware on the same index.
 	// Events report the binding [middleware.BindingGRPC]. The engine extends a
 	// running send's lease as it does on HTTP, so a send may run for longer than its
-	// lease: a retry waits (ABORTED) until it binds.
+	// lease: a retry waits (UNAVAILABLE) until it binds.
 	Lease        time.Duration
 	SoleInstance bool
 	ReplayWait   time.Duration
@@ -76,12 +76,14 @@ type Options struct {
 //     operation;
 //   - the index failed, timed out or is full, or the adapter could not bind the key
 //     before the agent ran: UNAVAILABLE, reason SERVER_ERROR;
-//   - the first attempt is still in flight and its task not known yet: ABORTED,
-//     reason SERVER_ERROR;
+//   - the first attempt is still in flight and its task not known yet: UNAVAILABLE,
+//     reason SERVER_ERROR (never ABORTED, A2A v1.1's generation mismatch);
 //   - the key's task was deleted: NOT_FOUND, reason TASK_NOT_FOUND.
 //
 // Every status carries a google.rpc.ErrorInfo in the domain a2a-protocol.org, with the
-// reasons of the JSON-RPC and HTTP+JSON answers. UNAVAILABLE and ABORTED also carry
+// reasons of the JSON-RPC and HTTP+JSON answers, last (a2a-go's gRPC client types a
+// status by its last ErrorInfo), and before it one in middleware.ReasonDomain with
+// the kit's own reason (middleware.ReasonInFlight, say). UNAVAILABLE also carries
 // the delay before a retry three ways: a google.rpc.RetryInfo detail, a retry-after
 // trailer in seconds, and retryAfterSeconds in the ErrorInfo metadata. Every answer
 // to a keyed send the interceptors handled names the extension in the a2a-extensions

@@ -125,6 +125,9 @@ const (
 type failure struct {
 	kind    failKind
 	message string
+	// reason is the kit's own ErrorInfo reason, when not its kind's (see
+	// failure.kitReason).
+	reason string
 	// retryAfter is the Retry-After delay of failUnavailable, failExhausted and
 	// failInFlight.
 	retryAfter time.Duration

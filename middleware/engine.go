@@ -123,6 +123,9 @@ const (
 // Refusal is an answer to a keyed send that the kit gives instead of the server.
 type Refusal struct {
 	Kind RefusalKind
+	// Reason is the kit's own ErrorInfo reason, in [ReasonDomain] (ReasonKeyReused,
+	// say): bindings send it beside A2A's.
+	Reason string
 	// Message is the client's text: it says what to do and never carries internal
 	// error text.
 	Message string
@@ -268,5 +271,5 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	if f.notFound() {
 		kind = RefusedTaskNotFound
 	}
-	return &Refusal{Kind: kind, Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
+	return &Refusal{Kind: kind, Reason: f.kitReason(), Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
 }

@@ -107,7 +107,7 @@ func failureOf(r *Refusal) *failure {
 		RefusedUnavailable: failUnavailable, RefusedInFlight: failInFlight, RefusedExhausted: failExhausted,
 		RefusedUnreplayable: failUnreplayable, RefusedInternal: failInternal,
 	}
-	return &failure{kind: kinds[r.Kind], message: r.Message, retryAfter: r.RetryAfter}
+	return &failure{kind: kinds[r.Kind], reason: r.Reason, message: r.Message, retryAfter: r.RetryAfter}
 }
 
 // unavailableFailure is the 503 of a keyed send refused for want of the index.
