@@ -273,7 +273,7 @@ type call struct {
 // newCall reads the send in in, and reports whether it is keyed (with a key, or with
 // one that is malformed).
 func (i *Interceptors) newCall(ctx context.Context, in *a2apb.SendMessageRequest, method string, svc a2apb.A2AServiceServer, streaming bool) (*call, bool) {
-	key, ok, err := keyOf(in.GetMessage())
+	key, ok, err := keyOfCall(ctx, in.GetMessage())
 	if !ok && err == nil {
 		return nil, false
 	}

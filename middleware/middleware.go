@@ -207,7 +207,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, framingOf(r), nil, f, false)
 		return
 	}
-	if !isJSON || !mayCarryKey(body) {
+	if !isJSON || !mayCarryKey(body) && len(r.Header.Values(idempotency.KeyHeader)) == 0 {
 		h.next.ServeHTTP(w, r)
 		return
 	}
