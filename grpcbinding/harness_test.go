@@ -191,7 +191,7 @@ type grpcError struct {
 	message    string
 	info       *errdetails.ErrorInfo // the last, as a2a-go's gRPC client reads it
 	kitReason  string                // of the ErrorInfo in middleware.ReasonDomain
-	retryDelay time.Duration // of a RetryInfo detail; -1 when there is none
+	retryDelay time.Duration         // of a RetryInfo detail; -1 when there is none
 }
 
 func statusOf(t testing.TB, err error) grpcError {

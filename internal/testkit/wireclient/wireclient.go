@@ -353,9 +353,9 @@ type wireStatus struct {
 }
 
 type wireError struct {
-	Code    int    `json:"code"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
+	Code    int         `json:"code"`
+	Status  string      `json:"status"`
+	Message string      `json:"message"`
 	Data    []errorInfo `json:"data"`
 	Details []errorInfo `json:"details"`
 }
