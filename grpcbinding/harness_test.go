@@ -25,6 +25,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -73,6 +74,8 @@ type server struct {
 	agent    *testkit.Agent
 	index    idempotency.KeyIndex
 	store    taskstore.Store
+	// markers checks the answers of the sends of client and raw (markerOptions).
+	markers *wireclient.MarkerRule
 }
 
 func startServer(t testing.TB, cfg serverConfig) *server {
@@ -130,7 +133,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 
-	return &server{grpcAddr: lis.Addr().String(), httpURL: hs.URL, agent: cfg.agent, index: cfg.index, store: store}
+	return &server{grpcAddr: lis.Addr().String(), httpURL: hs.URL, agent: cfg.agent, index: cfg.index, store: store,
+		markers: markerRule(t)}
 }
 
 // client returns an a2a-go client of s over the binding protocol, with a2a-go's own
@@ -144,7 +148,8 @@ func (s *server) client(t testing.TB, protocol a2a.TransportProtocol, opts ...a2
 	case a2a.TransportProtocolHTTPJSON:
 		url = s.httpURL + "/rest"
 	}
-	opts = append([]a2aclient.FactoryOption{a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))}, opts...)
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, markerOptions(s.markers)...)
+	opts = append([]a2aclient.FactoryOption{a2agrpc.WithGRPCTransport(dial...)}, opts...)
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []*a2a.AgentInterface{a2a.NewAgentInterface(url, protocol)}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +172,7 @@ func keyedRequest(t testing.TB, key string) *a2a.SendMessageRequest {
 // does not show: status details and response metadata.
 func (s *server) raw(t testing.TB) a2apb.A2AServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.grpcAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, markerOptions(s.markers)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

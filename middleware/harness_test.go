@@ -23,6 +23,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -169,6 +170,7 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 		front = h.served
 	}
 	h.srv = httptest.NewServer(front)
+	t.Cleanup(h.checkMarkers) // runs last, once the server is closed
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(h.releaseAgents)
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -449,6 +451,7 @@ type recordingTransport struct {
 
 type wireExchange struct {
 	method, path string
+	reqHeader    http.Header
 	reqBody      []byte
 	status       int
 	header       http.Header
@@ -459,7 +462,7 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	if rt.discard {
 		return rt.base.RoundTrip(req)
 	}
-	x := &wireExchange{method: req.Method, path: req.URL.Path, respBody: &testkit.Buffer{}}
+	x := &wireExchange{method: req.Method, path: req.URL.Path, reqHeader: req.Header.Clone(), respBody: &testkit.Buffer{}}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -482,6 +485,24 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	rt.log = append(rt.log, x)
 	rt.mu.Unlock()
 	return resp, nil
+}
+
+// checkMarkers holds every answer the clients got to wireclient.MarkerRule: the
+// replay marker on every answer served from a first attempt, on no first send and
+// no refusal.
+func (h *harness) checkMarkers() {
+	if h.wire == nil {
+		return
+	}
+	var rule wireclient.MarkerRule
+	for _, x := range h.wire.exchanges() {
+		if x.method == http.MethodPost {
+			rule.CheckExchange(x.path, x.reqHeader, x.reqBody, x.status, x.header, x.respBody.Bytes())
+		}
+	}
+	if err := rule.Err(); err != nil {
+		h.t.Error(err)
+	}
 }
 
 // exchanges returns the exchanges recorded so far.
