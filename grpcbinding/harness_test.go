@@ -64,6 +64,9 @@ type serverConfig struct {
 	readStore bool
 	// interceptors are a2a-go call interceptors of the handler (its authorization).
 	interceptors []a2asrv.CallInterceptor
+	// card, when set, is the public card (served over HTTP, through the middleware)
+	// and the extended card of every binding.
+	card *a2a.AgentCard
 }
 
 // server is one a2a-go request handler served over gRPC (a2agrpc, on a TCP loopback
@@ -88,13 +91,17 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var store taskstore.Store = taskstore.NewInMemory(nil)
 	var handler a2asrv.RequestHandler
+	var cardOptions []a2asrv.RequestHandlerOption
+	if cfg.card != nil {
+		cardOptions = append(cardOptions, a2asrv.WithExtendedAgentCard(cfg.card))
+	}
 	if cfg.noAdapter {
-		handler = a2asrv.NewHandler(cfg.agent, a2asrv.WithTaskStore(store))
+		handler = a2asrv.NewHandler(cfg.agent, append(cardOptions, a2asrv.WithTaskStore(store))...)
 	} else {
 		store = adapter.NewBindingStore(store, adapter.Options{})
-		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
+		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}), append(cardOptions,
 			a2asrv.WithTaskStore(store),
-			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))
+			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))...)
 	}
 	if cfg.readStore {
 		cfg.opts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})
@@ -107,6 +114,9 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
+	if cfg.card != nil {
+		mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(cfg.card))
+	}
 	var h http.Handler = mux
 	grpcOptions := cfg.grpcOptions
 	if cfg.keyed {
@@ -134,7 +144,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	t.Cleanup(hs.Close)
 
 	return &server{grpcAddr: lis.Addr().String(), httpURL: hs.URL, agent: cfg.agent, index: cfg.index, store: store,
-		markers: markerRule(t)}
+		markers: wireclient.MarkerRuleOf(t)}
 }
 
 // client returns an a2a-go client of s over the binding protocol, with a2a-go's own

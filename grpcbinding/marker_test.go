@@ -3,7 +3,6 @@ package grpcbinding
 import (
 	"context"
 	"io"
-	"testing"
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -16,18 +15,6 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/middleware"
 )
-
-// markerRule holds every send's answer the harness's gRPC clients get to
-// wireclient.MarkerRule, and fails t when the rule is broken.
-func markerRule(t testing.TB) *wireclient.MarkerRule {
-	r := &wireclient.MarkerRule{}
-	t.Cleanup(func() {
-		if err := r.Err(); err != nil {
-			t.Error(err)
-		}
-	})
-	return r
-}
 
 // markerOptions returns the dial options that report the answers of sends to r.
 func markerOptions(r *wireclient.MarkerRule) []grpc.DialOption {

@@ -129,9 +129,17 @@ func (i *Interceptors) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(i.Unary()), grpc.ChainStreamInterceptor(i.Stream())}
 }
 
-// Unary returns the interceptor for SendMessage.
+// Unary returns the interceptor for SendMessage, and for GetExtendedAgentCard (whose
+// card lists the extension as the public card does).
 func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == a2apb.A2AService_GetExtendedAgentCard_FullMethodName {
+			res, err := handler(ctx, req)
+			if card, ok := res.(*a2apb.AgentCard); ok && err == nil {
+				i.extendedCard(ctx, card)
+			}
+			return res, err
+		}
 		in, ok := req.(*a2apb.SendMessageRequest)
 		svc, isA2A := info.Server.(a2apb.A2AServiceServer)
 		if info.FullMethod != a2apb.A2AService_SendMessage_FullMethodName || !ok || !isA2A {

@@ -184,6 +184,11 @@ func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, err
 	return st
 }
 
+// Honours reports whether the index can honour keys, as Begin asks it: a binding
+// lists the extension on the agent cards it serves (the extended card of gRPC, say)
+// only when it does.
+func (s *Sends) Honours(ctx context.Context) bool { return s.m.honours(ctx) }
+
 // Settle acts, once, on what a forwarded send's answer showed, by the rule of
 // ambiguity: it binds the key to the task or the Message reply (unless the code
 // behind bound it already), binds it to the "cannot be replayed" marker when what

@@ -310,6 +310,11 @@ var rows = []struct {
 }
 
 func TestWhatClientsSee(t *testing.T) {
+	t.Cleanup(func() {
+		if err := st.Markers.Err(); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, rt := range routers {
 		t.Run(rt.name, func(t *testing.T) {
 			t.Parallel()

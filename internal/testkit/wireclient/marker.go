@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/a2akit/idempotency"
 )
@@ -143,4 +144,23 @@ func (r *MarkerRule) CheckExchange(path string, reqHeader http.Header, reqBody [
 		return
 	}
 	r.Check(key, a)
+}
+
+// rules holds the rule of each test (MarkerRuleOf).
+var rules sync.Map // testing.TB → *MarkerRule
+
+// MarkerRuleOf returns t's rule, made at the first call, which fails t at its end
+// when the rule is broken.
+func MarkerRuleOf(t testing.TB) *MarkerRule {
+	r, loaded := rules.LoadOrStore(t, &MarkerRule{})
+	rule := r.(*MarkerRule)
+	if !loaded {
+		t.Cleanup(func() {
+			rules.Delete(t)
+			if err := rule.Err(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	return rule
 }

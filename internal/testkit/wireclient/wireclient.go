@@ -253,19 +253,7 @@ func (c *Client) DoBody(ctx context.Context, s Send, body []byte) (Answer, error
 // binding, whether it stops after a stream's first event). An error means the answer
 // could not be read whole: a stream ended inside an event, or the body failed.
 func ReadAnswer(resp *http.Response, s Send) (Answer, error) {
-	a := Answer{Status: resp.StatusCode, Header: resp.Header, Replayed: resp.Header.Get(idempotency.ReplayedHeader) == "true"}
-	for _, v := range resp.Header.Values("A2A-Extensions") {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(f) == idempotency.ExtensionURI {
-				a.Extension = true
-			}
-		}
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if n, err := strconv.Atoi(ra); err == nil {
-			a.RetryAfter = time.Duration(n) * time.Second
-		}
-	}
+	a := headerAnswer(resp.StatusCode, resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return readStream(resp.Body, s, a)
 	}
@@ -276,6 +264,33 @@ func ReadAnswer(resp *http.Response, s Send) (Answer, error) {
 	a.Raw = truncate(answer)
 	classify(&a, s.Binding, answer)
 	return a, nil
+}
+
+// headerAnswer returns the answer as its status and headers describe it.
+func headerAnswer(status int, header http.Header) Answer {
+	a := Answer{Status: status, Header: header, Replayed: header.Get(idempotency.ReplayedHeader) == "true"}
+	for _, v := range header.Values("A2A-Extensions") {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(f) == idempotency.ExtensionURI {
+				a.Extension = true
+			}
+		}
+	}
+	if ra := header.Get("Retry-After"); ra != "" {
+		if n, err := strconv.Atoi(ra); err == nil {
+			a.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	return a
+}
+
+// Classify returns the answer of binding b with status and header whose body (or
+// first event's data) is data.
+func Classify(status int, header http.Header, b Binding, data []byte) Answer {
+	a := headerAnswer(status, header)
+	a.Raw = truncate(data)
+	classify(&a, b, data)
+	return a
 }
 
 // readStream reads the events of a streamed answer.
