@@ -278,9 +278,13 @@
 // (code -32000, reason RESOURCE_EXHAUSTED), 409 (code -32000, reason SERVER_ERROR),
 // 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors, in both
 // versions, are google.rpc.Status bodies sent as application/json with their HTTP
-// status, on message:stream too: 503 UNAVAILABLE, 409 ABORTED (both reason
-// SERVER_ERROR), 429 RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason
-// INVALID_REQUEST). (a2a-go's v0.3 handler sends its own errors as
+// status, on message:stream too: 503 UNAVAILABLE, 409 UNAVAILABLE (both reason
+// SERVER_ERROR; never ABORTED, A2A v1.1's status of a generation mismatch), 429
+// RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason INVALID_REQUEST). Every error the
+// middleware makes also carries, after A2A's, an ErrorInfo of the kit's own: domain
+// [ReasonDomain], a reason such as [ReasonInFlight] or [ReasonKeyReused] (see
+// reason.go), so that a client tells the kit's 409 from A2A v1.1's
+// TaskGenerationMismatchError (-32010, also 409), which the kit never answers. (a2a-go's v0.3 handler sends its own errors as
 // application/problem+json, which its v0.3 client does not type; the middleware's
 // are typed.) The 503, 429 and 409 bodies repeat the Retry-After delay in the
 // ErrorInfo metadata as retryAfterSeconds. An error the server behind answered (to a task

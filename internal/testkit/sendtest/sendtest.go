@@ -108,7 +108,7 @@ type Answer struct {
 	TaskID string
 	State  string
 	// Code is a JSON-RPC error's code, or the HTTP status of an HTTP+JSON error's
-	// body; ErrStatus is the latter's status name (ABORTED, ...).
+	// body; ErrStatus is the latter's status name (UNAVAILABLE, ...).
 	Code      int
 	ErrStatus string
 	Message   string
