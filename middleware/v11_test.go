@@ -40,7 +40,9 @@ func v11Upstream() http.Handler {
 				Method string          `json:"method"`
 			}
 			_ = json.Unmarshal(body, &call)
-			env := func(result string) string { return `{"jsonrpc":"2.0","id":` + string(call.ID) + `,"result":` + result + `}` }
+			env := func(result string) string {
+				return `{"jsonrpc":"2.0","id":` + string(call.ID) + `,"result":` + result + `}`
+			}
 			switch call.Method {
 			case "SendMessage":
 				answer(false, env(wrapped))
