@@ -221,3 +221,27 @@ func TestKeyedClientGenerationMismatchNotRetried(t *testing.T) {
 		t.Fatalf("a bare ABORTED: %v, want a RetryableError", got)
 	}
 }
+
+// keyedclient.WatchReplay tells a gRPC client whether an answer was served from a
+// first attempt, by the header metadata idempotent-replayed.
+func TestWatchReplayGRPC(t *testing.T) {
+	s := startServer(t, serverConfig{keyed: true})
+	c := keyedClient(t, s, nil)
+	req := keyedRequest(t, idempotency.NewKey())
+	for i, streaming := range []bool{false, false, true} {
+		ctx, replay := keyedclient.WatchReplay(context.Background())
+		if streaming {
+			for _, err := range c.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			taskOf(t)(c.SendMessage(ctx, req))
+		}
+		if !replay.Answered() || replay.Replayed() != (i > 0) {
+			t.Fatalf("send %d (streaming %v): answered %v, replayed %v; want replayed %v", i, streaming, replay.Answered(), replay.Replayed(), i > 0)
+		}
+	}
+	wantRuns(t, s, 1)
+}
