@@ -63,7 +63,15 @@ type Options struct {
 // retry's own context, so that the server's authorization (a2asrv.CallInterceptors)
 // applies to them. Put the interceptors last in the chain, after authentication, so
 // that the retry's context carries what authentication added. Other methods and
-// services pass through untouched, as do unkeyed sends.
+// services pass through untouched, as do unkeyed sends. A send is keyed by its
+// message's metadata, or by the "idempotency-key" request metadata (the HTTP
+// bindings' Idempotency-Key header): honoured alone; with both, they must be equal
+// (idempotency.KeyOfSend). GetExtendedAgentCard's card lists the extension as the
+// public card does, when the index can honour keys.
+//
+// Every answer served from a first attempt (a replay, an attach, the task gone, the
+// reply not replayable) carries the header metadata "idempotent-replayed: true"; a
+// first send's answer and a refusal never do.
 //
 // What a client sees, beyond the server's own answers (a first send, and a send
 // replayed from its first attempt's task or Message reply):

@@ -32,7 +32,10 @@
 //
 // A send is keyed when its message's own metadata (params.message.metadata, or the
 // body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
-// not the message lists the extension, in every version. Everything else passes
+// not the message lists the extension, in every version, or when the request carries
+// the key in the [idempotency.KeyHeader] header (the IETF draft's second carrier):
+// honoured alone; with both, they must be equal ([idempotency.KeyOfSend]), or the
+// send is refused as malformed; the body is forwarded as sent. Everything else passes
 // through untouched: other methods and calls, unkeyed sends, bodies that are not
 // JSON. The middleware reads the body of every POST whose body is a JSON object (a
 // JSON-RPC send may come to any path; its first byte past white space is '{') up to
@@ -44,8 +47,9 @@
 // JSON bodies that are not A2A.
 //
 // An unkeyed send costs a read and a search of its body: a body that contains
-// neither the metadata name nor the JSON escapes \u and \/ that could spell it is
-// passed on without being parsed, and its answer without being wrapped.
+// neither the metadata name nor the JSON escapes \u and \/ that could spell it, sent
+// without the Idempotency-Key header, is passed on without being parsed, and its
+// answer without being wrapped.
 //
 // The middleware reads a send exactly as a2a-go's server of that version will:
 // encoding/json into types with a2a-go's field tags, so keys match
@@ -120,7 +124,11 @@
 //
 // Every answer to a keyed send the middleware handled carries the response header
 // A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
-// name for it), except the refusal for an index that cannot honour keys.
+// name for it), except the refusal for an index that cannot honour keys. Every answer
+// served from a first attempt instead of running the send (a replay, an attach to
+// the task's live events, the Message reply again, the news that the task is gone or
+// that the reply cannot be replayed) also carries [idempotency.ReplayedHeader]: true;
+// a first send's answer and a refusal never do.
 //
 // # Servers the kit cannot see inside
 //
