@@ -163,9 +163,10 @@ func (s *session) do(ctx context.Context, snd send, onEvent func(outcome) bool) 
 	defer s.mu.Unlock()
 	// A send keyed by the header alone counts as keyed once the header is known
 	// to be honoured (headerCarrier adds it then).
-	if snd.key != nil {
+	switch {
+	case snd.key != nil:
 		s.keyed = append(s.keyed, a)
-	} else {
+	case snd.headerKey == "":
 		s.unkeyed = append(s.unkeyed, a)
 	}
 	if s.iface.Binding == BindingJSONRPC {
