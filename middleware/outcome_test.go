@@ -156,6 +156,21 @@ func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
 	}
 }
 
+// checkMarker checks the replay marker of the checked answer, by its outcome: on the
+// answers served from a first attempt (a replay, the task gone, the reply not
+// replayable), on no other.
+func checkMarker(t *testing.T, h *harness, at marks, o middleware.Outcome, nothing bool) {
+	t.Helper()
+	if nothing {
+		return
+	}
+	want := o == middleware.OutcomeReplayed || o == middleware.OutcomeTaskGone || o == middleware.OutcomeUnreplayable
+	x := h.wire.exchanges()[at.wire]
+	if got := x.header.Get(idempotency.ReplayedHeader) == "true"; got != want {
+		t.Fatalf("outcome %s: %s: true is %v, want %v", o, idempotency.ReplayedHeader, got, want)
+	}
+}
+
 // eventAt waits for the middleware to observe its n-th send (from 0) and returns it.
 func (h *harness) eventAt(n int) middleware.Event {
 	h.t.Helper()
@@ -503,6 +518,7 @@ func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
 					checkReleased(t, h, m, at, e)
 				} else {
 					oc.got.check(t, h, m, err, at)
+					checkMarker(t, h, at, e.Outcome, oc.got.nothing)
 				}
 				if string(e.Binding) != m.binding || string(e.Version) != m.version || e.Streaming != m.streaming || e.RequestID == "" {
 					t.Errorf("event %+v: want %s and a request id", e, m)
