@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/a2akit/idempotency/middleware/internal/kindjson"
-	"github.com/a2akit/idempotency/middleware/internal/pbjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/kindjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/pbjson"
 )
 
 // The v0.3 dialects convert tasks and messages between v1.0 JSON and v0.3's two

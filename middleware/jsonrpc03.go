@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/a2akit/idempotency/middleware/internal/kindjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/kindjson"
 )
 
 // jsonrpc03 is the JSON-RPC binding of A2A v0.3, as a2a-go serves it both in

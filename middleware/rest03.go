@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/a2akit/idempotency/middleware/internal/pbjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/pbjson"
 )
 
 // rest03 is the HTTP+JSON binding of A2A v0.3, as a2a-go's
