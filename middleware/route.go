@@ -57,7 +57,7 @@ func register(rpc seam.RPC, rest seam.REST) {
 	send, stream := rpc.Methods()
 	rpcSends[send] = rpcSend{d, false}
 	rpcSends[stream] = rpcSend{d, true}
-	restOthers = append(restOthers, foreignREST{foreign{rest, BindingHTTPJSON}, rest})
+	restOthers = append(restOthers, foreignREST{foreign{rest, BindingHTTPJSON}, rest, rest.Prefix()})
 }
 
 // route reads the POST r, whose body is body, as the server behind will, and returns
@@ -105,7 +105,7 @@ func route(r *http.Request, body []byte) *send {
 // path and body name, or returns nil.
 func readREST(prefix string, streaming bool, body []byte) *send {
 	for _, d := range restOthers {
-		if strings.HasSuffix(prefix, d.rest.Prefix()) {
+		if strings.HasSuffix(prefix, d.prefix) {
 			if s, ok := d.readSend(prefix, streaming, body); ok {
 				return s
 			}
@@ -141,7 +141,7 @@ func framingOf(r *http.Request) dialect {
 		return jsonrpc10{}
 	}
 	for _, d := range restOthers {
-		if strings.HasSuffix(prefix, d.rest.Prefix()) {
+		if strings.HasSuffix(prefix, d.prefix) {
 			return d
 		}
 	}

@@ -29,6 +29,8 @@ type foreignRPC struct {
 type foreignREST struct {
 	foreign
 	rest seam.REST
+	// prefix is rest.Prefix(), read once: route matches it on every HTTP+JSON send.
+	prefix string
 }
 
 var (
