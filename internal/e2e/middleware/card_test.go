@@ -21,6 +21,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 )
 
 // The card of a server that also speaks A2A v0.3, as a2av0's compatibility producer
@@ -31,20 +32,20 @@ import (
 func TestAgentCardV03(t *testing.T) {
 	var base atomic.Pointer[string]
 	producer := a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
-		card := testCard()
+		card := mwtest.Card()
 		card.SupportedInterfaces = []*a2a.AgentInterface{
-			{URL: *base.Load() + jsonrpc03Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
+			{URL: *base.Load() + mwtest.JSONRPC03Path, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
 		}
 		return card, nil
 	})
-	h := newHarness(t, harnessConfig{card: a2asrv.NewAgentCardHandler(a2av0.NewAgentCardProducer(producer))})
-	base.Store(&h.srv.URL)
-	srv := httptest.NewServer(h.inner)
+	h := newHarness(t, mwtest.Config{Card: a2asrv.NewAgentCardHandler(a2av0.NewAgentCardProducer(producer))})
+	base.Store(&h.Server.URL)
+	srv := httptest.NewServer(h.Inner)
 	defer srv.Close()
 
-	for _, path := range []string{a2asrv.WellKnownAgentCardPath, legacyCardPath} {
-		resp, body := get(t, h.hc, h.srv.URL+path)
-		_, inner := get(t, h.hc, srv.URL+path)
+	for _, path := range []string{a2asrv.WellKnownAgentCardPath, mwtest.LegacyCardPath} {
+		resp, body := get(t, h.HTTP, h.Server.URL+path)
+		_, inner := get(t, h.HTTP, srv.URL+path)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d", path, resp.StatusCode)
 		}
@@ -53,7 +54,7 @@ func TestAgentCardV03(t *testing.T) {
 		if json.Unmarshal(body, &got) != nil || json.Unmarshal(inner, &want) != nil {
 			t.Fatalf("%s: card %s", path, body)
 		}
-		if got["url"] != h.srv.URL+jsonrpc03Path || got["protocolVersion"] != "0.3" || got["preferredTransport"] != "JSONRPC" {
+		if got["url"] != h.Server.URL+mwtest.JSONRPC03Path || got["protocolVersion"] != "0.3" || got["preferredTransport"] != "JSONRPC" {
 			t.Fatalf("%s: card %s lacks v0.3's top-level fields", path, body)
 		}
 		caps := got["capabilities"].(map[string]any)
@@ -77,29 +78,29 @@ func TestAgentCardV03(t *testing.T) {
 		}
 	}
 
-	resolver := &agentcard.Resolver{Client: h.hc, CardParser: a2av0.NewAgentCardParser()}
-	card, err := resolver.Resolve(context.Background(), h.srv.URL)
+	resolver := &agentcard.Resolver{Client: h.HTTP, CardParser: a2av0.NewAgentCardParser()}
+	card, err := resolver.Resolve(context.Background(), h.Server.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := a2aclient.NewFromCard(context.Background(), card, a2aclient.WithDefaultsDisabled(),
-		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: h.hc}))
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: h.HTTP}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := keyedMessage(t, idempotency.NewKey(), "echo through the card")
+	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the card")
 	var ids []a2a.TaskID
 	for range 2 {
 		res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, taskOf(res))
+		ids = append(ids, mwtest.TaskOf(res))
 	}
-	if ids[0] == "" || ids[0] != ids[1] || h.agent.RunsOf(msg.ID) != 1 {
-		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.agent.RunsOf(msg.ID))
+	if ids[0] == "" || ids[0] != ids[1] || h.Agent.RunsOf(msg.ID) != 1 {
+		t.Fatalf("tasks %v, agent ran %d times: want one task, one run", ids, h.Agent.RunsOf(msg.ID))
 	}
-	if e := h.lastEvent(); e.Version != "0.3" || e.Outcome != "replayed" {
+	if e := h.LastEvent(); e.Version != "0.3" || e.Outcome != "replayed" {
 		t.Fatalf("last event %+v, want a v0.3 replay", e)
 	}
 }
@@ -146,19 +147,19 @@ func TestAgentCardOfA2AV0OnlyInsertsTheEntry(t *testing.T) {
 	}{
 		{"a2av0's card joining v0.3 and v1.0", a2asrv.NewAgentCardHandler(a2av0.NewAgentCardProducer(
 			a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
-				card := testCard()
-				card.SupportedInterfaces = []*a2a.AgentInterface{{URL: "http://127.0.0.1" + jsonrpc03Path,
+				card := mwtest.Card()
+				card.SupportedInterfaces = []*a2a.AgentInterface{{URL: "http://127.0.0.1" + mwtest.JSONRPC03Path,
 					ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version}}
 				return card, nil
 			}))), "", "", "[" + e + "]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath)
-			h := newHarness(t, harnessConfig{card: tc.card})
-			resp, served := get(t, h.hc, h.srv.URL+path)
-			inner := httptest.NewServer(h.inner)
+			h := newHarness(t, mwtest.Config{Card: tc.card})
+			resp, served := get(t, h.HTTP, h.Server.URL+path)
+			inner := httptest.NewServer(h.Inner)
 			defer inner.Close()
-			_, want := get(t, h.hc, inner.URL+path)
+			_, want := get(t, h.HTTP, inner.URL+path)
 			if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(served)) {
 				t.Fatalf("%d, Content-Length %d for %d bytes", resp.StatusCode, resp.ContentLength, len(served))
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -104,7 +105,7 @@ func TestLegacyServerAndClient(t *testing.T) {
 	agent := &legacyAgent{runs: map[string]int{}}
 	var mu sync.Mutex
 	var events []middleware.Event
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger(), Observe: func(e middleware.Event) {
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: mwtest.DiscardLogger(), Observe: func(e middleware.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, e)
@@ -190,11 +191,11 @@ func (badReader) ReadTask(context.Context, *http.Request, string, string) ([]byt
 // is no v1.0 Task) answers a v0.3 retry with an internal error, typed on the client;
 // nothing runs again.
 func TestV03RetryOfUnconvertibleTask(t *testing.T) {
-	for _, d := range []dialect{jsonrpc03, rest03} {
+	for _, d := range []mwtest.Dialect{jsonrpc03, rest03} {
 		t.Run(d.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{tasks: func(*harness) middleware.TaskSource { return badReader{} }})
-			c := h.client(d, "", "")
-			msg := keyedMessage(t, idempotency.NewKey(), "echo unconvertible")
+			h := newHarness(t, mwtest.Config{Tasks: func(*mwtest.Harness) middleware.TaskSource { return badReader{} }})
+			c := h.Client(d, "", "")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo unconvertible")
 			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 			if strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "unmarshal") {
 				t.Fatalf("retry: %v: the answer carries the codec's internal error text", err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
