@@ -157,39 +157,11 @@ const v03Card = `{"additionalInterfaces":[{"transport":"JSONRPC","url":"http://1
 	`"defaultOutputModes":["text/plain"],"description":"v0.3 agent","name":"Legacy","preferredTransport":"JSONRPC",` +
 	`"protocolVersion":"0.3.0","skills":[],"url":"http://127.0.0.1/v03/jsonrpc","version":"1"}`
 
-// inserted splits served against inner, the card the wrapped handler wrote: it
-// returns what of inner was replaced (nothing, or a null) and what was put in its
-// place, compacted and wrapped so it reads as JSON: ["an element"] or {"a":"member"}.
-func inserted(t *testing.T, inner, served []byte) (removed, added string) {
-	t.Helper()
-	p := 0
-	for p < len(inner) && p < len(served) && inner[p] == served[p] {
-		p++
-	}
-	s := 0
-	for s < len(inner)-p && s < len(served)-p && inner[len(inner)-1-s] == served[len(served)-1-s] {
-		s++
-	}
-	mid := strings.TrimPrefix(strings.TrimSpace(string(served[p:len(served)-s])), ",")
-	for _, wrap := range []string{"[]", "{}"} {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(wrap[:1]+mid+wrap[1:])) == nil {
-			return string(inner[p : len(inner)-s]), b.String()
-		}
-	}
-	t.Fatalf("served card %s\ndiffers from the inner card %s\nby %q, which is not JSON", served, inner, mid)
-	return "", ""
-}
-
 // The card served is the card the wrapped handler wrote, byte for byte, but for
 // the extension's entry, in every shape of card: delete the entry and the rest is
 // the inner card.
 func TestAgentCardOnlyInsertsTheEntry(t *testing.T) {
-	var entry bytes.Buffer
-	json.Compact(&entry, []byte(`{"uri":"`+idempotency.ExtensionURI+`","description":"`+
-		`Idempotent sends: a message whose metadata carries `+idempotency.MetadataKey+` runs the agent once per key; `+
-		`a retry with the same key and message gets the first attempt's task or reply.","required":false}`))
-	e := entry.String()
+	e := mwtest.CardEntry()
 	dynamic := a2asrv.NewAgentCardHandler(a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
 		card := mwtest.Card()
 		card.Name = "Dynamic"
@@ -217,27 +189,8 @@ func TestAgentCardOnlyInsertsTheEntry(t *testing.T) {
 		{"v0.3 card at agent-card.json", staticCard(v03Card), "", "", `{"extensions":[` + e + `]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath)
 			h := mwtest.New(t, mwtest.Config{Card: tc.card})
-			resp, served := httpDo(t, h.HTTP, "GET", h.Server.URL+path, "", nil)
-			inner := httptest.NewServer(h.Inner)
-			defer inner.Close()
-			_, want := httpDo(t, h.HTTP, "GET", inner.URL+path, "", nil)
-			if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(served)) {
-				t.Fatalf("%d, Content-Length %d for %d bytes", resp.StatusCode, resp.ContentLength, len(served))
-			}
-			if removed, added := inserted(t, want, served); removed != tc.removed || added != tc.added {
-				t.Fatalf("served card %s\nreplaced %q of the inner card %s\nwith %s\nwant %q replaced with %s", served, removed, want, added, tc.removed, tc.added)
-			}
-			// A Go client reads the entry, last, in the extensions it reads.
-			var card a2a.AgentCard
-			if err := json.Unmarshal(served, &card); err != nil {
-				t.Fatal(err)
-			}
-			exts := card.Capabilities.Extensions
-			if len(exts) == 0 || exts[len(exts)-1].URI != idempotency.ExtensionURI || exts[len(exts)-1].Required {
-				t.Fatalf("a Go client reads extensions %+v", exts)
-			}
+			mwtest.CheckCardInsert(t, h, cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath), tc.removed, tc.added)
 		})
 	}
 }

@@ -153,7 +153,7 @@ func TestRetryWhileMessageReplyPending(t *testing.T) {
 	}
 	first := make(chan string, 1)
 	go post(first)
-	within(t, bound, "early bind")
+	mwtest.Within(t, bound, "early bind")
 	retry := make(chan string, 1)
 	go post(retry)
 	// The retry finds task t-2 bound but not found, and keeps looking.
@@ -164,7 +164,7 @@ func TestRetryWhileMessageReplyPending(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	release()
-	for _, got := range []string{within(t, first, "first send"), within(t, retry, "retry")} {
+	for _, got := range []string{mwtest.Within(t, first, "first send"), mwtest.Within(t, retry, "retry")} {
 		if !strings.Contains(got, `"message":{"messageId":"r-2"`) {
 			t.Fatalf("answer %s, want the Message reply", got)
 		}

@@ -429,7 +429,7 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 					// (Compared as JSON: a2a-go's v0.3 client leaves an empty part
 					// metadata where v1.0's has none.)
 					got, ok := again[0].(*a2a.Message)
-					if gj, rj := jsonOf(t, got), jsonOf(t, reply); !ok || gj != rj {
+					if gj, rj := mwtest.JSONOf(t, got), mwtest.JSONOf(t, reply); !ok || gj != rj {
 						t.Fatalf("retry of the reply (streaming=%v): %s, want %s", streaming, gj, rj)
 					}
 				}
@@ -439,14 +439,4 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 			})
 		}
 	}
-}
-
-// jsonOf returns v as JSON.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -258,7 +258,7 @@ var outcomeCases = []outcomeCase{
 		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.Agent.Started, "first attempt")
+			mwtest.Within(t, h.Agent.Started, "first attempt")
 			mark()
 			return echoSend(context.Background(), h, m, msg) // the harness releases the agent at the end
 		},
@@ -401,7 +401,7 @@ var outcomeCases = []outcomeCase{
 			err := cancelWhen(t, h, m, mark, h.Agent.Started, "hold")
 			// The agent answers once the server has seen the client leave.
 			answers := h.Answered.Answers()
-			within(t, answers[len(answers)-1].Left, "the server seeing the client leave")
+			mwtest.Within(t, answers[len(answers)-1].Left, "the server seeing the client leave")
 			h.ReleaseAgents()
 			return err
 		},
@@ -422,7 +422,7 @@ var outcomeCases = []outcomeCase{
 		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.Agent.Started, "first attempt")
+			mwtest.Within(t, h.Agent.Started, "first attempt")
 			return cancelWhenMsg(t, h, m, mark, h.Index.(*signalIndex).waiting, msg)
 		},
 		want: middleware.OutcomeAbandoned,
@@ -445,9 +445,9 @@ func cancelWhenMsg[T any](t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark f
 	done := make(chan error, 1)
 	mark()
 	go func() { done <- echoSend(ctx, h, m, msg) }()
-	within(t, signal, "the point to leave at")
+	mwtest.Within(t, signal, "the point to leave at")
 	cancel()
-	return within(t, done, "the cancelled send")
+	return mwtest.Within(t, done, "the cancelled send")
 }
 
 func TestOutcomesMatchWhatTheClientGot(t *testing.T) {

@@ -42,19 +42,6 @@ func stream(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReques
 	return out
 }
 
-// within receives from ch, or fails after a while: a deadlock is a failure.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		var zero T
-		return zero
-	}
-}
-
 // next returns the next item of s, or fails after a while.
 func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	t.Helper()
@@ -171,7 +158,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 				}
 				firstDone <- streamItem{ev, err}
 			}()
-			within(t, h.Agent.Started, "agent start") // claimed, forwarded, and the agent holds
+			mwtest.Within(t, h.Agent.Started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
 			short := h.Client(m.Dialect, "", h.SecondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
@@ -203,9 +190,9 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 				}
 				retryDone <- streamItem{ev, err}
 			}()
-			within(t, looked, "the retry's wait")
+			mwtest.Within(t, looked, "the retry's wait")
 			h.ReleaseAgents()
-			first, retry := within(t, firstDone, "first send"), within(t, retryDone, "waiting retry")
+			first, retry := mwtest.Within(t, firstDone, "first send"), mwtest.Within(t, retryDone, "waiting retry")
 			if first.err != nil || retry.err != nil || mwtest.TaskOf(first.ev) == "" || mwtest.TaskOf(first.ev) != mwtest.TaskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
@@ -287,9 +274,9 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 				_, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				done <- err
 			}()
-			within(t, h.Agent.Started, "agent start")
+			mwtest.Within(t, h.Agent.Started, "agent start")
 			cancel()
-			if err := within(t, done, "cancelled send"); err == nil {
+			if err := mwtest.Within(t, done, "cancelled send"); err == nil {
 				t.Fatal("cancelled send succeeded")
 			}
 
@@ -383,7 +370,7 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
 
 	retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
+	mwtest.Within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
 	h.ReleaseAgents()
 	it, _ = next(t, retry)
 	if got, ok := it.ev.(*a2a.Task); it.err != nil || !ok || got.ID != task.ID {

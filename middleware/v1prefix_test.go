@@ -66,8 +66,8 @@ func TestV1RESTUnderV1Prefix(t *testing.T) {
 				t.Fatal(err)
 			}
 			again, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
-			if err != nil || jsonOf(t, again) != jsonOf(t, reply) || h.Agent.RunsOf(ask.ID) != 1 {
-				t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+			if err != nil || mwtest.JSONOf(t, again) != mwtest.JSONOf(t, reply) || h.Agent.RunsOf(ask.ID) != 1 {
+				t.Fatalf("retry of the reply: %s (%v), want %s once", mwtest.JSONOf(t, again), err, mwtest.JSONOf(t, reply))
 			}
 		})
 	}

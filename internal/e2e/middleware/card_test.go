@@ -1,16 +1,13 @@
 package middleware_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -44,8 +41,8 @@ func TestAgentCardV03(t *testing.T) {
 	defer srv.Close()
 
 	for _, path := range []string{a2asrv.WellKnownAgentCardPath, mwtest.LegacyCardPath} {
-		resp, body := get(t, h.HTTP, h.Server.URL+path)
-		_, inner := get(t, h.HTTP, srv.URL+path)
+		resp, body := mwtest.Get(t, h.HTTP, h.Server.URL+path)
+		_, inner := mwtest.Get(t, h.HTTP, srv.URL+path)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d", path, resp.StatusCode)
 		}
@@ -105,39 +102,11 @@ func TestAgentCardV03(t *testing.T) {
 	}
 }
 
-// inserted splits served against inner, the card the wrapped handler wrote: it
-// returns what of inner was replaced (nothing, or a null) and what was put in its
-// place, compacted and wrapped so it reads as JSON: ["an element"] or {"a":"member"}.
-func inserted(t *testing.T, inner, served []byte) (removed, added string) {
-	t.Helper()
-	p := 0
-	for p < len(inner) && p < len(served) && inner[p] == served[p] {
-		p++
-	}
-	s := 0
-	for s < len(inner)-p && s < len(served)-p && inner[len(inner)-1-s] == served[len(served)-1-s] {
-		s++
-	}
-	mid := strings.TrimPrefix(strings.TrimSpace(string(served[p:len(served)-s])), ",")
-	for _, wrap := range []string{"[]", "{}"} {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(wrap[:1]+mid+wrap[1:])) == nil {
-			return string(inner[p : len(inner)-s]), b.String()
-		}
-	}
-	t.Fatalf("served card %s\ndiffers from the inner card %s\nby %q, which is not JSON", served, inner, mid)
-	return "", ""
-}
-
 // The card a2av0's producer writes, joining v0.3's top-level fields to v1.0's card,
 // is served byte for byte but for the extension's entry, as every other shape of
 // card is (middleware/card_test.go): delete the entry and the rest is the inner card.
 func TestAgentCardOfA2AV0OnlyInsertsTheEntry(t *testing.T) {
-	var entry bytes.Buffer
-	json.Compact(&entry, []byte(`{"uri":"`+idempotency.ExtensionURI+`","description":"`+
-		`Idempotent sends: a message whose metadata carries `+idempotency.MetadataKey+` runs the agent once per key; `+
-		`a retry with the same key and message gets the first attempt's task or reply.","required":false}`))
-	e := entry.String()
+	e := mwtest.CardEntry()
 	for _, tc := range []struct {
 		name    string
 		card    http.Handler
@@ -154,39 +123,8 @@ func TestAgentCardOfA2AV0OnlyInsertsTheEntry(t *testing.T) {
 			}))), "", "", "[" + e + "]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath)
 			h := newHarness(t, mwtest.Config{Card: tc.card})
-			resp, served := get(t, h.HTTP, h.Server.URL+path)
-			inner := httptest.NewServer(h.Inner)
-			defer inner.Close()
-			_, want := get(t, h.HTTP, inner.URL+path)
-			if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(served)) {
-				t.Fatalf("%d, Content-Length %d for %d bytes", resp.StatusCode, resp.ContentLength, len(served))
-			}
-			if removed, added := inserted(t, want, served); removed != tc.removed || added != tc.added {
-				t.Fatalf("served card %s\nreplaced %q of the inner card %s\nwith %s\nwant %q replaced with %s", served, removed, want, added, tc.removed, tc.added)
-			}
-			// A Go client reads the entry, last, in the extensions it reads.
-			var card a2a.AgentCard
-			if err := json.Unmarshal(served, &card); err != nil {
-				t.Fatal(err)
-			}
-			exts := card.Capabilities.Extensions
-			if len(exts) == 0 || exts[len(exts)-1].URI != idempotency.ExtensionURI || exts[len(exts)-1].Required {
-				t.Fatalf("a Go client reads extensions %+v", exts)
-			}
+			mwtest.CheckCardInsert(t, h, cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath), tc.removed, tc.added)
 		})
 	}
-}
-
-// get fetches url with hc and returns the response with its body.
-func get(t *testing.T, hc *http.Client, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := hc.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp, body
 }

@@ -2,12 +2,10 @@ package middleware_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
@@ -118,11 +116,11 @@ var scenarios03 = []scenario03{
 		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold before the task")
 		first := make(chan error, 1)
 		go func() { _, err := sendAs(h, m, msg); first <- err }()
-		within(t, h.Agent.Started, "the first run")
+		mwtest.Within(t, h.Agent.Started, "the first run")
 		mark()
 		evs, err := sendAs(h, m, msg)
 		h.ReleaseAgents()
-		within(t, first, "the first send")
+		mwtest.Within(t, first, "the first send")
 		return evs, err
 	}},
 	{name: "retry after the agent failed before its task", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
@@ -142,7 +140,7 @@ var scenarios03 = []scenario03{
 		}
 		// Once the execution has ended (a2a-go serves a subscription from a running
 		// execution, not from the store), delete the task.
-		waitInactive(t, h.Client(m.Dialect, "", ""), mwtest.TaskOf(evs[0]))
+		mwtest.WaitInactive(t, h.Client(m.Dialect, "", ""), mwtest.TaskOf(evs[0]))
 		h.Store.Delete(mwtest.TaskOf(evs[0]))
 		time.Sleep(deletedLease)
 		mark()
@@ -152,28 +150,6 @@ var scenarios03 = []scenario03{
 
 // deletedLease is the lease of the scenario that deletes a task.
 const deletedLease = 300 * time.Millisecond
-
-// waitInactive waits until a2a-go no longer runs an execution for task id: a
-// subscription to it then fails.
-func waitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var err error
-		for _, err = range c.SubscribeToTask(context.Background(), &a2a.SubscribeToTaskRequest{ID: id}) {
-			if err != nil {
-				break
-			}
-		}
-		if errors.Is(err, a2a.ErrTaskNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still has an active execution", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // v10 is m's dialect in A2A v1.0.
 func v10(m mwtest.Mode) mwtest.Mode {
@@ -216,18 +192,5 @@ func TestV03DialectsAnswerAsV10(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// within returns the next value of ch, failing the test after ten seconds.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		var zero T
-		return zero
 	}
 }

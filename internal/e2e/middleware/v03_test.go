@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -166,8 +165,8 @@ func TestLegacyServerAndClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, _, err := legacySend(ctx, c, !streaming, ask)
-		if err != nil || jsonOf(t, again) != jsonOf(t, reply) || agent.runsOf(ask.ID) != 1 {
-			t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+		if err != nil || mwtest.JSONOf(t, again) != mwtest.JSONOf(t, reply) || agent.runsOf(ask.ID) != 1 {
+			t.Fatalf("retry of the reply: %s (%v), want %s once", mwtest.JSONOf(t, again), err, mwtest.JSONOf(t, reply))
 		}
 	}
 
@@ -212,14 +211,4 @@ func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 			}
 		})
 	}
-}
-
-// jsonOf returns v as JSON.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

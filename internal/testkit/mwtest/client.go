@@ -2,6 +2,7 @@ package mwtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -179,4 +180,28 @@ func WaitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Within returns the next value of ch, failing t after ten seconds: a deadlock is a
+// failure.
+func Within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing within 10s", what)
+		var zero T
+		return zero
+	}
+}
+
+// JSONOf returns v as JSON.
+func JSONOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
