@@ -10,9 +10,12 @@ import (
 	"github.com/a2akit/idempotency"
 )
 
-// headerCarrier: a send keyed by the Idempotency-Key header alone, twice: one task
-// means the header is honoured (claimed); then a header that differs from the
-// metadata key, and a malformed header, are refused.
+// headerCarrier decides by behaviour whether the server claims the Idempotency-Key
+// header carrier: a send keyed by the header alone, retried with the same header,
+// and a send whose header and metadata keys differ. One product for the two and the
+// disagreeing send refused: claimed, and then a malformed header must be refused
+// too. Neither: not claimed. One without the other: the server reads the header
+// but keeps only half of SPEC §2's promise, a failure. Four requests at most.
 func (s *session) headerCarrier(ctx context.Context) Result {
 	snd := s.newSend("header-carrier")
 	snd.key, snd.headerKey = nil, idempotency.NewKey()
@@ -27,24 +30,29 @@ func (s *session) headerCarrier(ctx context.Context) Result {
 	if b.err != nil {
 		return notChecked(b, "the header-keyed retry got no answer")
 	}
-	if !produced(b) || !sameProduct(a, b) {
-		return Result{Status: NotClaimed, Detail: fmt.Sprintf("two identical sends keyed by the Idempotency-Key header alone got %s and %s: the server does not honour the header (not claimed)", product(a), b.describe())}
+	mismatch := s.newSend("header-carrier mismatch")
+	mismatch.headerKey = idempotency.NewKey()
+	c := s.other(s.do(ctx, mismatch, nil))
+	if c.err != nil {
+		return notChecked(c, "the send with two different keys got no answer")
+	}
+	exs := []*Exchange{a.ex, b.ex, c.ex}
+	deduplicated, refused := produced(b) && sameProduct(a, b), s.refusedAsInvalid(c)
+	switch {
+	case !deduplicated && !refused:
+		return Result{Status: NotClaimed, Detail: fmt.Sprintf("two identical sends keyed by the Idempotency-Key header alone got %s and %s, and a send whose header and metadata keys differ got %s: the server does not read the header (not claimed)",
+			product(a), b.describe(), c.describe())}
+	case !deduplicated:
+		return fail(fmt.Sprintf("the server refuses a send whose Idempotency-Key header and metadata key differ, so it reads the header, but two identical sends keyed by the header alone got %s and %s: the header alone must deduplicate",
+			product(a), b.describe()), exs...)
+	case !refused:
+		return fail(fmt.Sprintf("the server honours the Idempotency-Key header alone (%s twice), but a send whose header and metadata keys differ got %s, want %s", product(a), c.describe(), s.refusal()), exs...)
 	}
 	s.mu.Lock()
 	s.keyed = append(s.keyed, a, b)
 	s.mu.Unlock()
 	s.first(a)
 	s.replayed(b)
-	mismatch := s.newSend("header-carrier mismatch")
-	mismatch.headerKey = idempotency.NewKey()
-	c := s.other(s.do(ctx, mismatch, nil))
-	exs := []*Exchange{a.ex, b.ex, c.ex}
-	if c.err != nil {
-		return notChecked(c, "the send with two different keys got no answer")
-	}
-	if !s.refusedAsInvalid(c) {
-		return fail(fmt.Sprintf("the server honours the Idempotency-Key header, but a send whose header and metadata keys differ got %s, want %s", c.describe(), s.refusal()), exs...)
-	}
 	bad := s.newSend("header-carrier malformed")
 	bad.key, bad.headerKey = nil, "short"
 	d := s.other(s.do(ctx, bad, nil))

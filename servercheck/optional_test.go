@@ -73,62 +73,89 @@ func TestReplayedMarker(t *testing.T) {
 	}
 }
 
-// headerCarrier honours the Idempotency-Key request header in front of the kit: it
-// moves the header's key into the message's metadata, and refuses a send whose two
-// carriers differ, as SPEC §2 asks of a server that honours it.
-func headerCarrier(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		if r.Method != http.MethodPost || key == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var top map[string]any
-		json.Unmarshal(body, &top)
-		_, jsonrpc := top["jsonrpc"]
-		holder := top
-		if jsonrpc {
-			holder, _ = top["params"].(map[string]any)
-		}
-		msg, _ := holder["message"].(map[string]any)
-		if msg != nil {
-			meta, _ := msg["metadata"].(map[string]any)
-			if meta == nil {
-				meta = map[string]any{}
-				msg["metadata"] = meta
-			}
-			if have, ok := meta[idempotency.MetadataKey]; ok && have != key {
-				w.Header().Set("A2A-Extensions", idempotency.ExtensionURI)
-				w.Header().Set("Content-Type", "application/json")
-				const text = "the Idempotency-Key header and the message's idempotency key differ: send one key"
-				if jsonrpc {
-					json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": top["id"], "error": map[string]any{"code": -32602, "message": text}})
-				} else {
-					w.WriteHeader(http.StatusBadRequest)
-					json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT", "message": text}})
-				}
+// headerCarrier reads the Idempotency-Key request header in front of the kit:
+// honour moves the header's key into the message's metadata (the header alone
+// deduplicates); refuseMismatch refuses a send whose two carriers differ. Both is
+// what SPEC §2 asks of a server that honours the header.
+func headerCarrier(honour, refuseMismatch bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("Idempotency-Key")
+			if r.Method != http.MethodPost || key == "" {
+				next.ServeHTTP(w, r)
 				return
 			}
-			meta[idempotency.MetadataKey] = key
-			body, _ = json.Marshal(top)
-		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		next.ServeHTTP(w, r)
-	})
+			body, _ := io.ReadAll(r.Body)
+			var top map[string]any
+			json.Unmarshal(body, &top)
+			_, jsonrpc := top["jsonrpc"]
+			holder := top
+			if jsonrpc {
+				holder, _ = top["params"].(map[string]any)
+			}
+			msg, _ := holder["message"].(map[string]any)
+			if msg != nil {
+				meta, _ := msg["metadata"].(map[string]any)
+				if meta == nil {
+					meta = map[string]any{}
+					msg["metadata"] = meta
+				}
+				if have, ok := meta[idempotency.MetadataKey]; ok && have != key && refuseMismatch {
+					w.Header().Set("A2A-Extensions", idempotency.ExtensionURI)
+					w.Header().Set("Content-Type", "application/json")
+					const text = "the Idempotency-Key header and the message's idempotency key differ: send one key"
+					if jsonrpc {
+						json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": top["id"], "error": map[string]any{"code": -32602, "message": text}})
+					} else {
+						w.WriteHeader(http.StatusBadRequest)
+						json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT", "message": text}})
+					}
+					return
+				}
+				if honour {
+					meta[idempotency.MetadataKey] = key
+				}
+				body, _ = json.Marshal(top)
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
-// The header carrier is not claimed by the kit today; a server that honours it
-// passes header-carrier.
+// The header carrier is decided by behaviour: a server that honours it alone and
+// refuses disagreeing carriers passes header-carrier; one that does neither (the
+// kit without a carrier) does not claim it; one that does only one of the two
+// fails, with the exchanges that showed it.
 func TestHeaderCarrier(t *testing.T) {
-	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: headerCarrier})
-	rep := check(t, srv.URL, servercheck.Options{Only: []string{"header-carrier", "extensions-header", "replayed-marker"}})
-	if !rep.OK() {
-		t.Fatalf("verdict %s, want pass", rep.Verdict)
-	}
-	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
-		if r, _ := rep.Result("header-carrier", iface); r.Status != servercheck.Pass {
-			t.Errorf("header-carrier on %s: %s (%s), want pass", iface, r.Status, r.Detail)
-		}
+	for _, tc := range []struct {
+		name                   string
+		honour, refuseMismatch bool
+		want                   servercheck.Status
+	}{
+		{"honoured", true, true, servercheck.Pass},
+		{"ignored", false, false, servercheck.NotClaimed},
+		{"mismatch refused but not honoured alone", false, true, servercheck.Fail},
+		{"honoured alone but mismatch accepted", true, false, servercheck.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: headerCarrier(tc.honour, tc.refuseMismatch)})
+			rep := check(t, srv.URL, servercheck.Options{Only: []string{"header-carrier", "extensions-header", "replayed-marker"}})
+			if rep.OK() != (tc.want != servercheck.Fail) {
+				t.Errorf("verdict %s", rep.Verdict)
+			}
+			for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+				r, _ := rep.Result("header-carrier", iface)
+				if r.Status != tc.want {
+					t.Errorf("header-carrier on %s: %s (%s), want %s", iface, r.Status, r.Detail, tc.want)
+				}
+				if tc.want == servercheck.Fail && len(r.Exchanges) < 3 {
+					t.Errorf("header-carrier on %s failed with %d exchanges, want the three sends", iface, len(r.Exchanges))
+				}
+			}
+			if rep.Requests > 1+2*4 {
+				t.Errorf("%d requests for header-carrier on two interfaces, want at most 4 each", rep.Requests)
+			}
+		})
 	}
 }
