@@ -92,7 +92,7 @@ func TestCheckerPassesJSBehindSidecar(t *testing.T) {
 	}
 	t.Logf("%d requests in %d ms", rep.Requests, rep.Duration)
 	if !rep.OK() {
-		t.Fatalf("the sidecar in front of the JS server: verdict %q\n%s", rep.Verdict, rep)
+		t.Errorf("the sidecar in front of the JS server: verdict %q\n%s", rep.Verdict, rep)
 	}
 	// Every interface the JS card lists was checked, all four.
 	want := []string{"JSONRPC 1.0", "HTTP+JSON 1.0", "JSONRPC 0.3", "HTTP+JSON 0.3"}
@@ -110,10 +110,20 @@ func TestCheckerPassesJSBehindSidecar(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{"cross-interface"} {
-		if r, ok := rep.Result(id, ""); !ok || r.Status != servercheck.Pass {
-			t.Errorf("%s: %+v, want pass", id, r)
+	// A retry through each other interface (v1.0 HTTP+JSON, v0.3 JSON-RPC, v0.3
+	// HTTP+JSON at /a2a/rest/v1/message:send, which is no tenant "v1") gets the task
+	// the first attempt through v1.0 JSON-RPC made.
+	cross := 0
+	for _, r := range rep.Results {
+		if r.ID == "cross-interface" {
+			cross++
+			if r.Status != servercheck.Pass {
+				t.Errorf("cross-interface %s: %s: %s", r.Interface, r.Status, r.Detail)
+			}
 		}
+	}
+	if cross != len(want)-1 {
+		t.Errorf("%d cross-interface results, want one for each interface after the first", cross)
 	}
 
 	// Counted on the JS side: each keyed message ran at most once; the sends that
@@ -130,7 +140,7 @@ func TestCheckerPassesJSBehindSidecar(t *testing.T) {
 		check := checkOf(text)
 		seen[check] += n
 		switch {
-		case check == "unkeyed" || check == "header-carrier" && !headerClaimed:
+		case check == "unkeyed" || strings.HasPrefix(check, "header-carrier") && !headerClaimed:
 		case check == "malformed" || check == "malformed-stream" || check == "key-reuse other" || check == "header-carrier mismatch" || check == "header-carrier malformed":
 			t.Errorf("the refused message %q ran %d times", text, n)
 		case n > 1:
