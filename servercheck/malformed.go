@@ -100,7 +100,7 @@ func (s *session) listTasks(ctx context.Context, contextID string) (int, *Exchan
 			u += "/" + url.PathEscape(s.iface.Tenant)
 		}
 		var err error
-		if a, err = s.c.get(ctx, u+"/tasks?contextId="+url.QueryEscape(contextID)); err != nil {
+		if a, err = s.c.get(ctx, u+"/tasks?contextId="+url.QueryEscape(contextID), s.iface.Version); err != nil {
 			return 0, nil, err
 		}
 	}

@@ -224,8 +224,10 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// get sends a GET (the card, a task list) and reads the answer.
-func (c *client) get(ctx context.Context, u string) (*answer, error) {
+// get sends a GET (the card, a task list) and reads the answer. version, when not
+// empty, is sent as A2A-Version (a v1.0 server may read a request without it as
+// v0.3).
+func (c *client) get(ctx context.Context, u, version string) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -238,6 +240,9 @@ func (c *client) get(ctx context.Context, u string) (*answer, error) {
 		}
 	}
 	req.Header.Set("Accept", "application/json")
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
 	if err := c.take(); err != nil {
 		return nil, err
 	}
