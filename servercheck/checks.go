@@ -77,7 +77,7 @@ func (c *client) checkInterface(ctx context.Context, iface Interface) []Result {
 	if !iface.checkable() {
 		why := "the checker speaks JSON-RPC and HTTP+JSON only"
 		if iface.Binding == BindingGRPC {
-			why = "gRPC is not checked: check it through a JSON-RPC or HTTP+JSON interface served by the same kit"
+			why = "gRPC is not checked: the checker speaks JSON-RPC and HTTP+JSON only; check a JSON-RPC or HTTP+JSON interface served with the same key index"
 		}
 		return []Result{{Check: checkInterface, Interface: iface.String(), Status: NotChecked, Detail: why}}
 	}
