@@ -159,11 +159,12 @@ func (s *session) do(ctx context.Context, snd send, onEvent func(outcome) bool) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A send keyed by the header alone counts as keyed once the header is known
-	// to be honoured (headerCarrier adds it then).
-	if snd.key != nil {
+	// A send keyed by the header alone is keyed or unkeyed as the server reads the
+	// header: headerCarrier records it once that is decided.
+	switch {
+	case snd.key != nil:
 		s.keyed = append(s.keyed, a)
-	} else {
+	case snd.headerKey == "":
 		s.unkeyed = append(s.unkeyed, a)
 	}
 	if s.iface.Binding == BindingJSONRPC {

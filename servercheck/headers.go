@@ -40,6 +40,9 @@ func (s *session) headerCarrier(ctx context.Context) Result {
 	deduplicated, refused := produced(b) && sameProduct(a, b), s.refusedAsInvalid(c)
 	switch {
 	case !deduplicated && !refused:
+		s.mu.Lock()
+		s.unkeyed = append(s.unkeyed, a, b)
+		s.mu.Unlock()
 		return Result{Status: NotClaimed, Detail: fmt.Sprintf("two identical sends keyed by the Idempotency-Key header alone got %s and %s, and a send whose header and metadata keys differ got %s: the server does not read the header (not claimed)",
 			product(a), b.describe(), c.describe())}
 	case !deduplicated:

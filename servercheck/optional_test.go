@@ -16,9 +16,10 @@ import (
 )
 
 // marking puts Idempotent-Replayed: true on answers: on all of them, or (seenOnly)
-// on those to a send whose key an earlier whole request carried, which is how a
+// on those to a send whose key (in the metadata, else, for a server that honours it,
+// in the Idempotency-Key header) an earlier whole request carried, which is how a
 // server that marks replays correctly marks them.
-func marking(seenOnly bool) func(http.Handler) http.Handler {
+func marking(seenOnly, header bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		var mu sync.Mutex
 		seen := map[string]bool{}
@@ -26,10 +27,17 @@ func marking(seenOnly bool) func(http.Handler) http.Handler {
 			mark := !seenOnly
 			if r.Method == http.MethodPost {
 				body, err := io.ReadAll(r.Body)
-				if m := keyPattern.FindSubmatch(body); err == nil && m != nil && idempotency.ValidateKey(string(m[1])) == nil {
+				key := ""
+				if header {
+					key = r.Header.Get("Idempotency-Key")
+				}
+				if m := keyPattern.FindSubmatch(body); m != nil {
+					key = string(m[1])
+				}
+				if err == nil && idempotency.ValidateKey(key) == nil {
 					mu.Lock()
-					mark = mark || seen[string(m[1])]
-					seen[string(m[1])] = true
+					mark = mark || seen[key]
+					seen[key] = true
 					mu.Unlock()
 				}
 				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -51,8 +59,10 @@ func TestReplayedMarker(t *testing.T) {
 		want servercheck.Status
 	}{
 		{"absent", nil, servercheck.NotClaimed},
-		{"on every answer", marking(false), servercheck.Fail},
-		{"on replays", marking(true), servercheck.Pass},
+		{"on every answer", marking(false, false), servercheck.Fail},
+		{"on replays", marking(true, false), servercheck.Pass},
+		// The replay of a send keyed by the header alone is a replay, not an unkeyed send.
+		{"on replays, the header carrier honoured", func(h http.Handler) http.Handler { return marking(true, true)(headerCarrier(true, true)(h)) }, servercheck.Pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: tc.wrap})
