@@ -1,14 +1,11 @@
 package jspeer_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,48 +15,6 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/servercheck"
 )
-
-// startSidecar starts the sidecar (built from this checkout, in a process of its
-// own) in front of upstream, its keys in a SQLite file, and returns its base URL.
-func startSidecar(t *testing.T, upstream string) string {
-	t.Helper()
-	bin := testkit.BuildCommand(t, "github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy")
-	cmd := exec.Command(bin, "-upstream", upstream, "-listen", "127.0.0.1:0", "-admin", "",
-		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testkit.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("sidecar's log:\n%s", logs.String())
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening "); ok {
-				u, _, _ := strings.Cut(rest, ",")
-				urls <- u
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("the sidecar did not listen within 30s")
-	}
-	return ""
-}
 
 // The checker passes the sidecar in front of the official JS SDK's server, on
 // every interface its card lists (A2A v1.0 and v0.3, JSON-RPC and HTTP+JSON), and
@@ -85,7 +40,7 @@ func TestCheckerPassesJSBehindSidecar(t *testing.T) {
 		t.Fatalf("checking the bare server ran the agent: %+v", js.Runs(t))
 	}
 
-	proxy := startSidecar(t, js.URL)
+	proxy := testkit.StartSidecar(t, js.URL)
 	rep, err := servercheck.Run(ctx, proxy, servercheck.Options{AgentDelay: delay})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +127,7 @@ func checkOf(text string) string {
 func TestJSClientAndHeaderCurlReachOneClaim(t *testing.T) {
 	jspeer.Require(t)
 	js := jspeer.Start(t, jspeer.Options{})
-	proxy := startSidecar(t, js.URL)
+	proxy := testkit.StartSidecar(t, js.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
