@@ -255,21 +255,14 @@ func TestBounded(t *testing.T) {
 	}
 }
 
-// withTenantCard serves a card that lists the server's tenant HTTP+JSON routes too,
-// for tenant acme, in place of the server's own.
-func withTenantCard(base *string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/.well-known/agent-card.json" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
-				`{"url":"`+*base+`/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
-				`{"url":"`+*base+`/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],`+
-				`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
-		})
+// tenantCard is a card that lists the server's tenant HTTP+JSON routes too, for
+// tenant acme.
+func tenantCard(base *string) func() string {
+	return func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + *base + `/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + `/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
 	}
 }
 
@@ -286,7 +279,7 @@ func TestTenantScope(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var base string
-			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: withTenantCard(&base),
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: testkit.WithCard(tenantCard(&base)),
 				Middleware: middleware.Options{Scope: tc.scope}})
 			base = srv.URL
 			rep := check(t, srv.URL, servercheck.Options{Only: []string{"tenant-scope", "cross-interface"}})
@@ -304,25 +297,22 @@ func TestTenantScope(t *testing.T) {
 // server's two interfaces, and serves /rpc-b as the JSON-RPC endpoint, marked with
 // the header X-Entry: b (for a scope that keeps that interface's keys apart).
 func withThirdInterface(base *string) func(http.Handler) http.Handler {
+	card := testkit.WithCard(func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + *base + testkit.JSONRPCPath + `","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + testkit.RESTPath + `","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + `/rpc-b","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
+	})
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			switch r.URL.Path {
-			case "/.well-known/agent-card.json":
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
-					`{"url":"`+*base+testkit.JSONRPCPath+`","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
-					`{"url":"`+*base+testkit.RESTPath+`","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},`+
-					`{"url":"`+*base+`/rpc-b","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],`+
-					`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
-				return
-			case "/rpc-b":
+		return card(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("X-Entry")
+			if r.URL.Path == "/rpc-b" {
 				r.URL.Path = testkit.JSONRPCPath
 				r.Header.Set("X-Entry", "b")
-			default:
-				r.Header.Del("X-Entry")
 			}
 			next.ServeHTTP(w, r)
-		})
+		}))
 	}
 }
 

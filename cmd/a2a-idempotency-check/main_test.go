@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,19 +95,12 @@ func TestHelpExitsZero(t *testing.T) {
 // reason, in the table and in -json; it does not make the run incomplete.
 func TestGRPCNotChecked(t *testing.T) {
 	var base string
-	kit := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/.well-known/agent-card.json" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
-				`{"url":"`+base+testkit.JSONRPCPath+`","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
-				`{"url":"127.0.0.1:50051","protocolBinding":"GRPC","protocolVersion":"1.0"}],`+
-				`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
-		})
-	}})
+	kit := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: testkit.WithCard(func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + base + testkit.JSONRPCPath + `","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"127.0.0.1:50051","protocolBinding":"GRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
+	})})
 	base = kit.URL
 	code, out := runCommand(t, "-only", "replay,key-reuse", kit.URL)
 	if code != exitPass {
