@@ -99,6 +99,8 @@ func (c core) rebind(send *Send, cs *ClaimedSend, b idempotency.Binding) {
 				c.logSend(context.Background(), send, slog.LevelInfo, "idempotency: key bound once the index answered again",
 					slog.Int("tries", tries))
 				return
+			case errors.Is(err, idempotency.ErrAlreadyBound):
+				return // bound meanwhile, to another value: that binding stands
 			case !bytes.Equal(b.Reply, unreplayableReply) &&
 				(errors.Is(err, idempotency.ErrInvalidArgument) || errors.Is(err, idempotency.ErrFull)):
 				// The index answers again, and refuses to store b: the marker, as settle binds.

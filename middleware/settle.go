@@ -185,9 +185,14 @@ func (c core) bindMarker(ctx context.Context, send *Send, cs *ClaimedSend, taskI
 }
 
 // bindFailed logs a bind of b that failed with err, and returns b when binding it
-// again may succeed: unless the claim was taken over (fenced out), a rebind goes on
-// in the background.
+// again may succeed: unless the key is bound already (to another value) or the claim
+// was taken over (fenced out), a rebind goes on in the background.
 func (c core) bindFailed(ctx context.Context, send *Send, b idempotency.Binding, err error) *idempotency.Binding {
+	if errors.Is(err, idempotency.ErrAlreadyBound) {
+		c.logSend(ctx, send, slog.LevelWarn, "idempotency: the key was bound already, to another value than what "+
+			"the send's answer showed; that binding stands", slog.String("task_id", idempotency.LogValue(b.TaskID)))
+		return nil
+	}
 	if errors.Is(err, idempotency.ErrNotOwner) {
 		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to what the send produced: its lease "+
 			"ended and a retry may have taken the claim over (raise Lease or IndexTimeout)",
