@@ -11,10 +11,11 @@ import (
 
 // TestClaimSentTwice: a claim script that reaches the server twice (the client sent it
 // again after its answer was lost) is claimed both times with the one token, and
-// counted once: the retry neither reports the key held nor takes it over.
+// counted once: the retry neither reports the key held nor takes it over. (The SET of
+// a store without a bound, sent twice, is TestSetSentTwice.)
 func TestClaimSentTwice(t *testing.T) {
 	url := redistest.URL(t)
-	s, err := New(redistest.Client(t, url), Options{Prefix: redistest.Prefix(t, url)})
+	s, err := New(redistest.Client(t, url), Options{Prefix: redistest.Prefix(t, url), MaxKeysPerScope: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,13 +23,14 @@ func TestClaimSentTwice(t *testing.T) {
 	const k = "test-key-sent-twice"
 	set := s.setName("")
 	tok := newToken()
+	f := rec{m: "m1", k: formatToken(tok), relative: true, l: micros(time.Minute), e: s.ttl}
 	for i := range 2 {
-		v, err := s.run(ctx, "claim", claimScript, []string{set + k, set}, "m1", formatToken(tok), micros(time.Minute), s.ttl, k, s.limit)
+		v, err := s.run(ctx, "claim", claimScript, []string{set + k, set}, string(f.pack(nil)), f.m, f.k, micros(time.Minute), s.ttl, k, s.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if status, _, err := reply(v, 4); err != nil || status != 1 {
-			t.Fatalf("send %d: status %d, %v; want 1 (claimed)", i+1, status, err)
+		if a, _ := v.([]any); len(a) != 1 || a[0] != int64(1) {
+			t.Fatalf("send %d: %v; want {1} (claimed)", i+1, v)
 		}
 	}
 	if c, _ := s.Capacity(ctx, ""); c.Held != 1 {
