@@ -286,8 +286,21 @@ func TestOpenURL(t *testing.T) {
 	if s.Prefix() != prefix {
 		t.Errorf("Prefix() = %q, want %q from the URL", s.Prefix(), prefix)
 	}
+	if _, err := s.Capacity(ctx, ""); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Capacity without a bound = %v, want errors.ErrUnsupported", err)
+	}
+	// So does the per-scope bound.
+	b, err := redisstore.OpenURL(ctx, url+"?max-keys-per-scope=5&prefix="+redistest.Prefix(t, url), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if c, err := b.Capacity(ctx, ""); err != nil || c.Limit != 5 {
+		t.Errorf("Capacity with ?max-keys-per-scope=5 = %+v, %v; want Limit 5", c, err)
+	}
 	for _, u := range []string{"postgres://u:hunter2@db/x", "redis://:hunter2@127.0.0.1:1/0", "redis://:hunter2@127.0.0.1:6379/notanumber",
-		"redis://:hunter2@127.0.0.1:6379/0?prefix=a{b}", "redis://:hunter2@127.0.0.1:6379/0?no_such_option=1"} {
+		"redis://:hunter2@127.0.0.1:6379/0?prefix=a{b}", "redis://:hunter2@127.0.0.1:6379/0?no_such_option=1",
+		"redis://:hunter2@127.0.0.1:6379/0?max-keys-per-scope=many"} {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := redisstore.OpenURL(ctx, u, redisstore.Options{})
 		cancel()
@@ -339,13 +352,17 @@ func capacity(t *testing.T, s *redisstore.Store, scope string) int {
 }
 
 // counter is a go-redis hook that counts the commands a client sends, each one round
-// trip (the store pipelines nothing).
-type counter struct{ n atomic.Int64 }
+// trip (the store pipelines nothing), and keeps the name of the last.
+type counter struct {
+	n    atomic.Int64
+	last atomic.Value
+}
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.n.Add(1)
+		c.last.Store(cmd.Name())
 		return next(ctx, cmd)
 	}
 }
@@ -397,6 +414,9 @@ func TestRoundTrips(t *testing.T) {
 			for i := 1; i <= 3; i++ {
 				trips("keyed first send (claim, bind)", 2, func() {
 					c := mustClaim(t, s, "", key(i), "m", lease, idempotency.Claimed)
+					if want := map[bool]string{true: "evalsha", false: "set"}[b.limit > 0]; cnt.last.Load() != want {
+						t.Errorf("a claim of an absent key sent %v; want %s", cnt.last.Load(), want)
+					}
 					if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
 						t.Fatal(err)
 					}
