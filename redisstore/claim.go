@@ -61,8 +61,8 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 	case 1:
 		return idempotency.Claim{Status: idempotency.Claimed, Token: token}, nil
 	case 2:
-		held, ok, err := found([]any{int64(1), a[len(a)-1]})
-		if !ok {
+		held, err := absolute(a[len(a)-1])
+		if err != nil {
 			return idempotency.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
 		}
 		return idempotency.Claim{Status: idempotency.HeldBySameMessage, Record: held.record()}, nil

@@ -176,13 +176,19 @@ func found(v any) (rec, bool, error) {
 	if n, _ := a[0].(int64); n == 0 || len(a) != 2 {
 		return rec{}, false, nil
 	}
-	p, ok := a[1].(string)
+	f, err := absolute(a[1])
+	return f, err == nil, err
+}
+
+// absolute reads a record, absolute, from a script's answer.
+func absolute(v any) (rec, error) {
+	p, ok := v.(string)
 	if !ok {
-		return rec{}, false, fmt.Errorf("unexpected script result %v", v)
+		return rec{}, fmt.Errorf("unexpected script field %v", v)
 	}
 	f, err := unpack(p)
 	if err == nil && f.relative {
 		err = fmt.Errorf("%w: relative in a script's answer", errMalformed)
 	}
-	return f, err == nil, err
+	return f, err
 }
