@@ -109,6 +109,32 @@ func TestCheckerPassesJSBehindSidecar(t *testing.T) {
 	}
 }
 
+// The JS agent answers a text naming "reply with a message" with a Message: behind
+// the sidecar, its retries get the same Message on every interface.
+func TestCheckerJSMessageReplies(t *testing.T) {
+	jspeer.Require(t)
+	js := jspeer.Start(t, jspeer.Options{})
+	proxy := testkit.StartSidecar(t, js.URL)
+	rep, err := servercheck.Run(context.Background(), proxy, servercheck.Options{Text: "reply with a message",
+		Only: []string{"message-replay", "lost-answer", "concurrent", "stream-retry"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("verdict %q\n%s", rep.Verdict, rep)
+	}
+	for _, iface := range rep.Interfaces {
+		if r, ok := rep.Result("message-replay", iface.String()); !ok || r.Status != servercheck.Pass {
+			t.Errorf("message-replay on %s: %+v, want pass", iface, r)
+		}
+	}
+	for text, n := range js.Runs(t).ByText {
+		if n > 1 {
+			t.Errorf("the JS agent ran %d times for the keyed message %q", n, text)
+		}
+	}
+}
+
 // checkOf returns the check a message text names: "idempotency check (replay
 // 1a2b3c4d)" is "replay".
 func checkOf(text string) string {
