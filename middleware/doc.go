@@ -216,6 +216,9 @@
 //	forwarding  Extend refused (ErrNotOwner)                  forwarding  stop extending; log: a retry may win
 //	forwarding  the answer showed what ran (Settle)           settled     the rule of ambiguity, below
 //	settled     bound or released                             settled     stop extending
+//	settled     binding failed (the index is unavailable)     rebinding   bind again in the background, the lease
+//	                                                                      kept, the forward counted live (rebind)
+//	rebinding   bound, fenced out, or ForwardTimeout over     done        stop extending; not live any more
 //	settled     the forward returned (Step.Done)              done        stop extending; not live any more
 //	replaying   reply is the unreplayable marker              refused     "cannot be replayed"
 //	replaying   task found / reply                            done        answer it (stream: attach)
