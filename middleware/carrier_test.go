@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -20,8 +21,8 @@ func TestKeyHeaderCarrier(t *testing.T) {
 	for _, b := range wireclient.Bindings {
 		for _, streaming := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/streaming=%v", b, streaming), func(t *testing.T) {
-				h := newHarness(t, harnessConfig{record: true})
-				c := &wireclient.Client{BaseURL: h.srv.URL, HTTP: h.hc}
+				h := mwtest.New(t, mwtest.Config{Record: true})
+				c := &wireclient.Client{BaseURL: h.Server.URL, HTTP: h.HTTP}
 				do := func(id, metaKey string, header ...string) wireclient.Answer {
 					t.Helper()
 					s := wireclient.Send{Binding: b, Streaming: streaming, MessageID: id, Key: metaKey, KeyHeader: header, Text: "echo " + id}
@@ -80,7 +81,7 @@ func TestKeyHeaderCarrier(t *testing.T) {
 					t.Fatalf("retry with both carriers: task %s, want %s", got, task3)
 				}
 				for _, m := range []string{id, id2, id3} {
-					if n := h.agent.RunsOf(m); n != 1 {
+					if n := h.Agent.RunsOf(m); n != 1 {
 						t.Fatalf("message %s ran %d times, want 1", m, n)
 					}
 				}
@@ -92,18 +93,18 @@ func TestKeyHeaderCarrier(t *testing.T) {
 				refused(do(bad, "", key+"/x"), "invalid character")
 				refused(do(bad, "", key, key), "header is repeated")
 				refused(do(bad, key, "short"), "Idempotency-Key header: idempotency key is too short")
-				if n := h.agent.RunsOf(bad); n != 0 {
+				if n := h.Agent.RunsOf(bad); n != 0 {
 					t.Fatalf("refused sends ran %d times", n)
 				}
 
 				// The body the server got is the one the client sent.
 				body := wireclient.Send{Binding: b, Streaming: streaming, MessageID: id, Text: "echo " + id}.Body()
 				found := false
-				for _, x := range h.innerR.exchanges() {
-					if bytes.Contains(x.reqBody, []byte(id)) {
+				for _, x := range h.Received.Exchanges() {
+					if bytes.Contains(x.ReqBody, []byte(id)) {
 						found = true
-						if !bytes.Equal(x.reqBody, body) {
-							t.Fatalf("the server got %s, want the client's %s", x.reqBody, body)
+						if !bytes.Equal(x.ReqBody, body) {
+							t.Fatalf("the server got %s, want the client's %s", x.ReqBody, body)
 						}
 						break
 					}

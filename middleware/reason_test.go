@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
@@ -21,11 +22,11 @@ import (
 // generation mismatch (-32010, ABORTED, also 409), which the kit never answers.
 func TestKitReasons(t *testing.T) {
 	faulty := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
-	h := newHarness(t, harnessConfig{index: faulty})
-	none := newHarness(t, harnessConfig{noIndex: true})
+	h := mwtest.New(t, mwtest.Config{Index: faulty})
+	none := mwtest.New(t, mwtest.Config{NoIndex: true})
 	for _, b := range wireclient.Bindings {
 		for _, streaming := range []bool{false, true} {
-			c := &wireclient.Client{BaseURL: h.srv.URL, HTTP: h.hc}
+			c := &wireclient.Client{BaseURL: h.Server.URL, HTTP: h.HTTP}
 			do := func(c *wireclient.Client, id, key, text string) wireclient.Answer {
 				t.Helper()
 				a, err := c.Do(context.Background(), wireclient.Send{Binding: b, Streaming: streaming, MessageID: id, Key: key, Text: text})
@@ -49,7 +50,7 @@ func TestKitReasons(t *testing.T) {
 			}
 			want(do(c, idempotency.NewKey(), key, "echo"), middleware.ReasonKeyReused)
 			want(do(c, idempotency.NewKey(), "short", "echo"), middleware.ReasonInvalid)
-			want(do(&wireclient.Client{BaseURL: none.srv.URL, HTTP: none.hc}, idempotency.NewKey(), idempotency.NewKey(), "echo"),
+			want(do(&wireclient.Client{BaseURL: none.Server.URL, HTTP: none.HTTP}, idempotency.NewKey(), idempotency.NewKey(), "echo"),
 				middleware.ReasonCannotHonour)
 			faulty.SetFail(testkit.OpClaim, true)
 			want(do(c, idempotency.NewKey(), idempotency.NewKey(), "echo"), middleware.ReasonUnavailable)
@@ -62,7 +63,7 @@ func TestKitReasons(t *testing.T) {
 				defer close(done)
 				_, _ = c.Do(context.Background(), wireclient.Send{Binding: b, MessageID: heldID, Key: held, Text: "hold"})
 			}()
-			for deadline := time.Now().Add(10 * time.Second); h.agent.RunsOf(heldID) == 0 && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(10 * time.Second); h.Agent.RunsOf(heldID) == 0 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond) // until the first attempt runs
 			}
 			a := do(c, heldID, held, "hold")
@@ -71,9 +72,9 @@ func TestKitReasons(t *testing.T) {
 				b == wireclient.JSONRPC && a.Code != -32000 {
 				t.Fatalf("%s: in flight answered %v: %s", b, a, a.Raw)
 			}
-			h.releaseAgents()
+			h.ReleaseAgents()
 			<-done
-			h = newHarness(t, harnessConfig{index: faulty}) // a fresh gate
+			h = mwtest.New(t, mwtest.Config{Index: faulty}) // a fresh gate
 		}
 	}
 }
@@ -81,9 +82,9 @@ func TestKitReasons(t *testing.T) {
 // a2a-go's clients still type the kit's refusals as A2A errors: the kit's ErrorInfo
 // comes after A2A's, and their HTTP+JSON client reads only A2A's domain.
 func TestKitReasonsKeepA2ATypes(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
-	for _, d := range []dialect{jsonrpc10, rest10} {
-		c := h.client(d, "", h.srv.URL)
+	h := mwtest.New(t, mwtest.Config{})
+	for _, d := range mwtest.Dialects {
+		c := h.Client(d, "", h.Server.URL)
 		key := idempotency.NewKey()
 		msg := func() *a2a.SendMessageRequest {
 			m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo"))

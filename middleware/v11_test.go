@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 )
 
@@ -74,8 +75,8 @@ func TestReplayPassesV11TaskThrough(t *testing.T) {
 	for _, b := range wireclient.Bindings {
 		for _, firstStreaming := range []bool{false, true} {
 			// A harness per key: the upstream names one task for every send.
-			h := newHarness(t, harnessConfig{inner: v11Upstream()})
-			c := &wireclient.Client{BaseURL: h.srv.URL, HTTP: h.hc}
+			h := mwtest.New(t, mwtest.Config{Inner: v11Upstream()})
+			c := &wireclient.Client{BaseURL: h.Server.URL, HTTP: h.HTTP}
 			key, id := idempotency.NewKey(), idempotency.NewKey()
 			for i, streaming := range []bool{firstStreaming, false, true} {
 				s := wireclient.Send{Binding: b, Streaming: streaming, MessageID: id, Key: key, Text: "echo"}
