@@ -62,10 +62,12 @@ func (r *MarkerRule) Observe(key string, kind Kind, served, kitReason string, re
 	}
 	isServed := kind == Task || kind == Message
 	news := kind == TaskNotFound || kitReason == "REPLY_NOT_REPLAYABLE" || kitReason == "TASK_GONE"
+	// An answer this package cannot read (another version's shape) is no refusal.
+	refusal := kind != Unreadable && !isServed && !news
 	switch {
 	case key == "" && replayed:
 		r.fail("an unkeyed send's answer carries the marker: %s", what)
-	case replayed && !isServed && !news:
+	case replayed && refusal:
 		r.fail("a refusal carries the marker: %s", what)
 	case key != "" && isServed && !replayed && served != "":
 		id := kind.String() + " " + served

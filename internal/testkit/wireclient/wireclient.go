@@ -361,6 +361,11 @@ type streamResponse struct {
 	ArtifactUpdate *struct {
 		TaskID string `json:"taskId"`
 	} `json:"artifactUpdate"`
+	// A2A v0.3's results are the object itself, named by kind.
+	Kind      string `json:"kind"`
+	ID        string `json:"id"`
+	TaskID    string `json:"taskId"`
+	MessageID string `json:"messageId"`
 }
 
 type wireStatus struct {
@@ -443,6 +448,12 @@ func classify(a *Answer, b Binding, body []byte) {
 		a.Kind, a.TaskID, a.State = Task, r.StatusUpdate.TaskID, r.StatusUpdate.Status.State
 	case r.ArtifactUpdate != nil && r.ArtifactUpdate.TaskID != "":
 		a.Kind, a.TaskID = Task, r.ArtifactUpdate.TaskID
+	case r.Kind == "task" && r.ID != "":
+		a.Kind, a.TaskID = Task, r.ID
+	case r.Kind == "message" && r.MessageID != "":
+		a.Kind, a.MessageID = Message, r.MessageID
+	case (r.Kind == "status-update" || r.Kind == "artifact-update") && r.TaskID != "":
+		a.Kind, a.TaskID = Task, r.TaskID
 	}
 }
 
