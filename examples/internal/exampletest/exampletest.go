@@ -28,8 +28,8 @@ import (
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/examples/internal/retrydemo"
 	"github.com/a2akit/idempotency/internal/testkit"
-	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
