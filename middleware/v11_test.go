@@ -18,7 +18,15 @@ import (
 // v11Task is a task as an A2A v1.1 server answers it: a generation, and a member no
 // version of the kit knows, in an order and spacing of its own.
 const v11Task = `{"id":"task-v11","contextId":"ctx-v11","status":{"state":"TASK_STATE_WORKING"},` +
-	`"generation":"42", "x-future":{"nested":[1,"two",{"three":null}],"z":1.50},"metadata":{"k":"v"}}`
+	`"generation":"42", "x-future":{"nested":[1,"two",{"three":null}],"z":1.50},` + v11History + `,"metadata":{"k":"v"}}`
+
+// v11History is v11Task's history member, and v11Last the same with its last
+// message only, as a retry with historyLength 1 gets it.
+const (
+	v11History = `"history":[{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"one"}]}, ` +
+		`{"messageId":"m-2","role":"ROLE_AGENT","parts":[{"text":"two"}]}]`
+	v11Last = `"history":[{"messageId":"m-2","role":"ROLE_AGENT","parts":[{"text":"two"}]}]`
+)
 
 // v11Upstream answers every send, task read and subscription with v11Task, on
 // JSON-RPC at /jsonrpc and HTTP+JSON under /rest: a2a-go v2.4.0 knows no generation.
@@ -94,6 +102,30 @@ func TestReplayPassesV11TaskThrough(t *testing.T) {
 				if want := `"task":` + v11Task + `}`; !strings.Contains(string(a.Raw), want) {
 					t.Fatalf("%s: %s, want the task as the response's task member", b, a.Raw)
 				}
+			}
+		}
+	}
+}
+
+// A retry's historyLength trims the history and leaves every other byte of the task
+// as the server wrote it; historyLength 0 cuts the member out.
+func TestReplayHistoryLengthKeepsV11Task(t *testing.T) {
+	for _, b := range wireclient.Bindings {
+		h := mwtest.New(t, mwtest.Config{Inner: v11Upstream()})
+		c := &wireclient.Client{BaseURL: h.Server.URL, HTTP: h.HTTP}
+		s := wireclient.Send{Binding: b, MessageID: idempotency.NewKey(), Key: idempotency.NewKey(), Text: "echo"}
+		if a, err := c.Do(context.Background(), s); err != nil || a.Kind != wireclient.Task {
+			t.Fatalf("%s: first send: %v, %v", b, a, err)
+		}
+		for n, want := range map[int]string{1: strings.Replace(v11Task, v11History, v11Last, 1),
+			0: strings.Replace(v11Task, v11History+",", "", 1)} {
+			body := bytes.Replace(s.Body(), []byte(`"message":`), []byte(fmt.Sprintf(`"configuration":{"historyLength":%d},"message":`, n)), 1)
+			a, err := c.DoBody(context.Background(), s, body)
+			if err != nil || a.Kind != wireclient.Task || !a.Replayed {
+				t.Fatalf("%s historyLength %d: %v, %v", b, n, a, err)
+			}
+			if !bytes.Contains(a.Raw, []byte(`"task":`+want+`}`)) {
+				t.Fatalf("%s historyLength %d:\n got %s\nwant the task %s", b, n, a.Raw, want)
 			}
 		}
 	}
