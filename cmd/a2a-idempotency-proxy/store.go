@@ -44,6 +44,10 @@ func openStore(ctx context.Context, c *config) (*keyStore, error) {
 	return open(ctx, c)
 }
 
+// maxIdleConns is how many idle connections the sidecar keeps to its SQL store:
+// enough for the sends a busy sidecar has in flight at once.
+const maxIdleConns = 32
+
 // openSQL opens a SQLite file (created if missing) or a PostgreSQL database, and
 // creates the key table if needed.
 func openSQL(ctx context.Context, c *config) (*keyStore, error) {
@@ -51,6 +55,11 @@ func openSQL(ctx context.Context, c *config) (*keyStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	// database/sql keeps 2 idle connections by default: with more sends in flight,
+	// every call past the second opened a connection and closed it after, paying a
+	// connect (for SQLite, its pragmas and a new statement cache) on the hot path.
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	index, err := sqlstore.New(db, sqlstore.Options{Table: c.table})
 	if err == nil {
 		err = index.Migrate(ctx)
