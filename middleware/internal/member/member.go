@@ -134,6 +134,10 @@ func String(raw []byte) (string, bool) {
 	return s, true
 }
 
+// Plain reports whether a member name as Next returns it holds no escape and only
+// ASCII, so that it is the name it decodes to.
+func Plain(name []byte) bool { return isPlain(name) }
+
 // isPlain reports whether the bytes of a JSON string hold no escape and only ASCII,
 // so that they are what they decode to.
 func isPlain(s []byte) bool {
