@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // EarlyBind says whether the middleware forwards a keyed blocking SendMessage as a
@@ -176,26 +176,21 @@ func streamingRequest(r *http.Request, u url.URL, body []byte) *http.Request {
 
 // renameMethod returns the JSON-RPC call body with the value of its method member
 // replaced by method, every other byte kept: the member encoding/json reads (the
-// last whose name matches "method" case-insensitively).
+// last whose name matches "method" as encoding/json matches names). A body that is
+// not a valid JSON object is not renamed.
 func renameMethod(body []byte, method string) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	o, ok := member.Members(body)
+	if !ok {
 		return nil, false
 	}
 	start, end := -1, -1
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		name, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		if strings.EqualFold(name, "method") {
-			end = int(dec.InputOffset())
-			start = end - len(v)
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		if member.NameIs(name, "method") {
+			end = o.End()
+			start = end - len(value)
 		}
 	}
 	if start < 0 {
