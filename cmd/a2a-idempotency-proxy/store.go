@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, for -store postgres://... (-postgres-driver pgx)
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"           // PostgreSQL, -postgres-driver pq
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
 	"github.com/a2akit/idempotency"
@@ -44,6 +46,23 @@ func openStore(ctx context.Context, c *config) (*keyStore, error) {
 	return open(ctx, c)
 }
 
+// openSQLDB opens the SQL database of -store: sqlstore.Open, which takes lib/pq
+// when it is registered, unless a postgres:// store is to use pgx.
+func openSQLDB(ctx context.Context, c *config) (*sqlx.DB, error) {
+	if s := sqlstore.Scheme(c.store); c.pgDriver != "pgx" || s != "postgres" && s != "postgresql" {
+		return sqlstore.Open(ctx, c.store)
+	}
+	db, err := sqlx.Open("pgx", c.store)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", sqlstore.Describe(c.store), err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", sqlstore.Describe(c.store), err)
+	}
+	return db, nil
+}
+
 // maxIdleConns is how many idle connections the sidecar keeps to its SQL store:
 // enough for the sends a busy sidecar has in flight at once.
 const maxIdleConns = 32
@@ -51,7 +70,7 @@ const maxIdleConns = 32
 // openSQL opens a SQLite file (created if missing) or a PostgreSQL database, and
 // creates the key table if needed.
 func openSQL(ctx context.Context, c *config) (*keyStore, error) {
-	db, err := sqlstore.Open(ctx, c.store)
+	db, err := openSQLDB(ctx, c)
 	if err != nil {
 		return nil, err
 	}
