@@ -154,7 +154,12 @@ func (jsonrpc10) eventMembers(data []byte) (streamMembers, *failure) {
 	if f != nil {
 		return streamMembers{}, f
 	}
-	v, _ := readStreamMembers(result)
+	// result lies in data, which readResponse validated: one walk, no second scan;
+	// the members are copied, as readStreamMembers copies them.
+	v, _ := readValidStreamMembers(result)
+	for _, m := range []*json.RawMessage{&v.Task, &v.Message, &v.StatusUpdate, &v.ArtifactUpdate} {
+		*m = bytes.Clone(*m)
+	}
 	return v, nil
 }
 
