@@ -210,25 +210,41 @@ func renameMethod(body []byte, method string) ([]byte, bool) {
 }
 
 // returnsImmediately reports whether the send asks not to wait for the run
-// (configuration.returnImmediately), read leniently from body: such a send is
-// answered at once and gains nothing from early binding.
+// (configuration.returnImmediately), read leniently from body as json.Unmarshal into
+// nested structs reads it (the last member of a name wins; a null or mistyped
+// params or configuration changes nothing), by one walk: such a send is answered at
+// once and gains nothing from early binding.
 func returnsImmediately(d dialect, body []byte) bool {
-	type config struct {
-		Configuration struct {
-			ReturnImmediately json.RawMessage `json:"returnImmediately"`
-		} `json:"configuration"`
+	if !json.Valid(body) {
+		return false
 	}
-	var c config
+	var last []byte
+	config := func(params []byte) {
+		each(params, "configuration", func(c []byte) {
+			each(c, "returnImmediately", func(v []byte) { last = v })
+		})
+	}
 	if _, ok := d.(jsonrpc10); ok {
-		var call struct {
-			Params config `json:"params"`
-		}
-		_ = json.Unmarshal(body, &call)
-		c = call.Params
+		each(body, "params", config)
 	} else {
-		_ = json.Unmarshal(body, &c)
+		config(body)
 	}
-	return bytes.Equal(bytes.TrimSpace(c.Configuration.ReturnImmediately), []byte("true"))
+	return string(last) == "true"
+}
+
+// each calls f with the value of every member of the JSON object obj (valid JSON)
+// that encoding/json decodes into a struct field named field, in order; nothing
+// when obj is not an object.
+func each(obj []byte, field string, f func(value []byte)) {
+	o, ok := member.Members(obj)
+	if !ok {
+		return
+	}
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		if member.NameIs(name, field) {
+			f(value)
+		}
+	}
 }
 
 // earlySend returns the streaming form of the keyed unary send x, when it is to be

@@ -89,3 +89,43 @@ func hasNonASCIIOrEscape(b []byte) bool {
 	}
 	return false
 }
+
+// refReturnsImmediately is returnsImmediately as json.Unmarshal made it:
+// FuzzReturnsImmediately holds the walk to it.
+func refReturnsImmediately(d dialect, body []byte) bool {
+	type config struct {
+		Configuration struct {
+			ReturnImmediately json.RawMessage `json:"returnImmediately"`
+		} `json:"configuration"`
+	}
+	var c config
+	if _, ok := d.(jsonrpc10); ok {
+		var call struct {
+			Params config `json:"params"`
+		}
+		_ = json.Unmarshal(body, &call)
+		c = call.Params
+	} else {
+		_ = json.Unmarshal(body, &c)
+	}
+	return bytes.Equal(bytes.TrimSpace(c.Configuration.ReturnImmediately), []byte("true"))
+}
+
+func FuzzReturnsImmediately(f *testing.F) {
+	for _, s := range []string{
+		`{"method":"SendMessage","params":{"message":{},"configuration":{"returnImmediately":true}}}`,
+		`{"params":{"configuration":{"returnImmediately":true}},"params":{"configuration":null}}`,
+		`{"params":{"configuration":{"returnImmediately":true}},"params":{"configuration":{"returnImmediately":null}}}`,
+		`{"PARAMS":{"Configuration":{"returnimmediately": true }},"params":7}`,
+		`{"configuration":{"returnImmediately":true}}`, `{"configuration":{"returnImmediately":"true"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, d := range []dialect{jsonrpc10{}, rest10{}} {
+			if got, want := returnsImmediately(d, body), refReturnsImmediately(d, body); got != want {
+				t.Fatalf("%T %q: %v, encoding/json reads %v", d, body, got, want)
+			}
+		}
+	})
+}
