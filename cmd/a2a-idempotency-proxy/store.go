@@ -47,19 +47,29 @@ func openStore(ctx context.Context, c *config) (*keyStore, error) {
 }
 
 // openSQLDB opens the SQL database of -store: sqlstore.Open, which takes lib/pq
-// when it is registered, unless a postgres:// store is to use pgx.
+// when it is registered, unless a postgres:// store is to use pgx. It keeps
+// maxIdleConns idle connections: database/sql keeps 2 by default, and with more
+// sends in flight every store call past the second opened a connection and closed
+// it after, paying a connect (for SQLite, its pragmas and a new statement cache).
 func openSQLDB(ctx context.Context, c *config) (*sqlx.DB, error) {
+	var db *sqlx.DB
 	if s := sqlstore.Scheme(c.store); c.pgDriver != "pgx" || s != "postgres" && s != "postgresql" {
-		return sqlstore.Open(ctx, c.store)
+		var err error
+		if db, err = sqlstore.Open(ctx, c.store); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if db, err = sqlx.Open("pgx", c.store); err != nil {
+			return nil, fmt.Errorf("open %s: %w", sqlstore.Describe(c.store), err)
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("connect to %s: %w", sqlstore.Describe(c.store), err)
+		}
 	}
-	db, err := sqlx.Open("pgx", c.store)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", sqlstore.Describe(c.store), err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to %s: %w", sqlstore.Describe(c.store), err)
-	}
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
 
@@ -74,11 +84,6 @@ func openSQL(ctx context.Context, c *config) (*keyStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	// database/sql keeps 2 idle connections by default: with more sends in flight,
-	// every call past the second opened a connection and closed it after, paying a
-	// connect (for SQLite, its pragmas and a new statement cache) on the hot path.
-	db.SetMaxIdleConns(maxIdleConns)
-	db.SetConnMaxIdleTime(5 * time.Minute)
 	index, err := sqlstore.New(db, sqlstore.Options{Table: c.table})
 	if err == nil {
 		err = index.Migrate(ctx)

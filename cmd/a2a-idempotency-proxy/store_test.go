@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -38,5 +39,30 @@ func TestOpenPostgresDrivers(t *testing.T) {
 				t.Fatalf("claim: %+v, %v", c, err)
 			}
 		})
+	}
+}
+
+// TestStoreKeepsIdleConnections holds maxIdleConns connections of the key store at
+// once and gives them back: all stay open for the next sends (database/sql kept 2,
+// and closed the rest, so that busy sidecars reconnected on every store call).
+func TestStoreKeepsIdleConnections(t *testing.T) {
+	ctx := context.Background()
+	db, err := openSQLDB(ctx, &config{store: t.TempDir() + "/keys.db", pgDriver: "pgx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conns := make([]*sql.Conn, maxIdleConns)
+	for i := range conns {
+		if conns[i], err = db.Conn(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if st := db.Stats(); st.Idle != maxIdleConns || st.MaxIdleClosed != 0 {
+		t.Fatalf("after %d connections were given back: %d idle, %d closed for the idle limit; want all idle",
+			maxIdleConns, st.Idle, st.MaxIdleClosed)
 	}
 }
