@@ -3,8 +3,9 @@
 // servers, bare or behind the kit ([Config], [New], [Start], [NewServer]), a proxy
 // that loses responses ([NewProxy]), an index whose operations fail, hang or slow down
 // on request ([FaultyIndex]), a task store that forgets tasks on request
-// ([HidingStore]), helper processes ([BuildCommand], [StartCommand]) and the
-// PostgreSQL test database's environment ([PostgresDSN]).
+// ([HidingStore]), helper processes ([BuildCommand], [StartCommand]), the
+// PostgreSQL test database's environment ([PostgresDSN]), and the benchmarks' load
+// driver ([Parallel]).
 //
 // Its subpackages: testdb opens the bundled indexes on SQLite or PostgreSQL (it
 // pulls the SQL drivers, which this package does not, so that grpcbinding's tests

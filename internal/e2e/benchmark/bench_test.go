@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,7 +220,7 @@ func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r
 	// Warm up: open the connections, and let each server take its first sends.
 	const warm = 1 << 40
 	for _, op := range []func(int) error{kit, base} {
-		if _, err := parallel(conc, warm, warm+4*conc, op); err != nil {
+		if _, err := testkit.Parallel(conc, warm, warm+4*conc, op); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -238,7 +237,7 @@ func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r
 			sides[0], sides[1] = sides[1], sides[0]
 		}
 		for _, side := range sides {
-			d, err := parallel(conc, from, to, side.op)
+			d, err := testkit.Parallel(conc, from, to, side.op)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -250,33 +249,4 @@ func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r
 	b.ReportMetric(float64(b.N)/kitTime.Seconds(), "sends/s")
 	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "base-ns/op")
 	b.ReportMetric(r(kitTime, baseTime), unit)
-}
-
-// parallel runs op(i) for every i in [from, to) on conc goroutines, and returns the
-// wall time and the first error.
-func parallel(conc, from, to int, op func(i int) error) (time.Duration, error) {
-	var (
-		next     atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	next.Store(int64(from))
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start), firstErr
 }
