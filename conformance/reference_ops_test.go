@@ -51,15 +51,11 @@ func (x *refIndex) Bind(ctx context.Context, scope, key string, token idempotenc
 		return err
 	}
 	if x.bug == bugBindNonAtomic {
-		x.mu.Unlock() // the state read and judged, then the write: two round trips
-		time.Sleep(100 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 100*time.Microsecond) // the state read and judged, then the write: two round trips
 	}
 	e.taskID = b.TaskID
 	if x.bug == bugTornBind {
-		x.mu.Unlock() // SET task_id, then SET reply, outside one transaction
-		time.Sleep(50 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 50*time.Microsecond) // SET task_id, then SET reply, outside one transaction
 	}
 	e.reply = nil
 	switch {
@@ -143,9 +139,7 @@ func (x *refIndex) Release(ctx context.Context, scope, key string, token idempot
 		e.released = true // a soft delete: the row stays, marked
 		return nil
 	case bugReleaseNonAtomic:
-		x.mu.Unlock() // the token checked, then DELETE by key
-		time.Sleep(100 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 100*time.Microsecond) // the token checked, then DELETE by key
 	}
 	x.drop(k)
 	return nil
@@ -205,9 +199,7 @@ func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempote
 		return fmt.Errorf("refindex: extend: %w", idempotency.ErrNotOwner)
 	}
 	if x.bug == bugExtendNonAtomic {
-		x.mu.Unlock() // SELECT and judge, then UPDATE ... WHERE key = ?
-		time.Sleep(200 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 200*time.Microsecond) // SELECT and judge, then UPDATE ... WHERE key = ?
 		if e = x.keys[k]; e == nil {
 			return nil
 		}
