@@ -168,8 +168,7 @@ func checkTTLRetrySameMessage(e *env) error {
 // ClaimedAt is the new claim's, and its TTL runs from it.
 func checkReclaimAfterRelease(e *env) error {
 	ttl, m := e.h.TTL, e.ttlMargin()
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
