@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 	"github.com/a2akit/idempotency/servercheck"
 )
 
@@ -16,7 +16,7 @@ import (
 // against the chi server: everything it claims holds, on every interface its card
 // lists.
 func TestChecker(t *testing.T) {
-	srv := exampletest.Start(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "300ms")
+	srv := examplerun.Start(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "300ms")
 	rep, err := servercheck.Run(context.Background(), srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 	"github.com/a2akit/idempotency/servercheck"
 )
 
@@ -27,7 +27,7 @@ func TestChecker(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "idempotency.db")}, tc.args...)
-			srv := exampletest.Start(t, run, args...)
+			srv := examplerun.Start(t, run, args...)
 			start := time.Now()
 			rep, err := servercheck.Run(context.Background(), srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
 			if err != nil {

@@ -1,8 +1,9 @@
-// Package exampletest runs the example servers in the examples' tests: it starts an
-// example's run function in-process on a free port, provides a fresh key table in
-// the PostgreSQL database named by IDEMPOTENCY_POSTGRES_DSN, and runs the demo client's
-// demonstration (package retrydemo) against a server, checking what it observed.
-package exampletest
+// Package examplerun runs the example servers (the examples module's commands) in
+// their tests: it starts an example's run function in-process on a free port, checks
+// what it printed and serves, runs a client demonstration against it as subtests
+// ([CheckDemos]), and checks restarts, concurrent duplicates and what the public
+// listener must not leak.
+package examplerun
 
 import (
 	"bytes"
@@ -26,10 +27,8 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
-	"github.com/a2akit/idempotency/examples/internal/retrydemo"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
-	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
 // RunFunc is an example's run function: it serves until ctx ends, printing the URLs
@@ -173,155 +172,28 @@ func CheckServer(t *testing.T, srv *Server, store string) {
 	}
 }
 
-// RedisKeys returns the -keys URL of the test server with a prefix of the test's own,
-// and checks when the test ends that the server kept keys there (the example did not
-// fall back to its SQL key table).
-func RedisKeys(t *testing.T) string {
+// A Demo runs a client demonstration against the server at url, on binding
+// ("jsonrpc" or "rest") and, when set, in tenant, narrating to out, and returns what
+// went wrong: a step it could not carry out, or an answer it did not expect.
+type Demo func(ctx context.Context, url, binding, tenant string, out io.Writer) error
+
+// CheckDemos runs demo against srv once per "binding [tenant]" in demos ("rest acme"),
+// each as a subtest that fails with what the demo returned; the narrative goes to
+// the test log.
+func CheckDemos(t *testing.T, srv *Server, demo Demo, demos ...string) {
 	t.Helper()
-	url := redistest.URL(t)
-	prefix := redistest.Prefix(t, url)
-	rdb := redistest.Client(t, url)
-	t.Cleanup(func() {
-		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
-			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
-		}
-	})
-	return url + "?prefix=" + prefix
-}
-
-// PostgresDSN returns the DSN in IDEMPOTENCY_POSTGRES_DSN. It skips the test when
-// the variable is unset, and fails it when the database cannot be reached.
-func PostgresDSN(t *testing.T) string { return testdb.Postgres(t) }
-
-// PostgresTable returns a key table name of its own for this test run, and drops the
-// table when the test ends, so that runs sharing the database do not collide.
-func PostgresTable(t *testing.T, dsn, prefix string) string { return testdb.TempTable(t, dsn, prefix) }
-
-// CheckTaskDemos runs the demonstration against srv once per demo, each as a
-// subtest, and checks what each observed (CheckTaskDemo). A demo is a binding
-// (jsonrpc or rest), optionally followed by a space and a tenant: "rest acme".
-func CheckTaskDemos(t *testing.T, srv *Server, demos ...string) {
-	t.Helper()
-	for _, demo := range demos {
-		binding, tenant, _ := strings.Cut(demo, " ")
-		t.Run(demo, func(t *testing.T) {
-			CheckTaskDemo(t, RunDemo(t, DemoOptions(srv.URL, binding, tenant)))
+	for _, d := range demos {
+		binding, tenant, _ := strings.Cut(d, " ")
+		t.Run(d, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			defer cancel()
+			var out bytes.Buffer
+			err := demo(ctx, srv.URL, binding, tenant, &out)
+			t.Logf("demo, %s binding, tenant %q:\n%s", binding, tenant, out.String())
+			if err != nil {
+				t.Error(err)
+			}
 		})
-	}
-}
-
-// DemoOptions are the demonstration's options for a server whose agent works for
-// about a second: the client gives up on first attempts after 300 ms.
-func DemoOptions(url, binding, tenant string) retrydemo.Options {
-	return retrydemo.Options{
-		URL:      url,
-		Binding:  binding,
-		Tenant:   tenant,
-		Cut:      300 * time.Millisecond,
-		Interval: 100 * time.Millisecond,
-	}
-}
-
-// RunDemo runs the demonstration with opts, and returns its report. The narrative is
-// written to the test log (opts.Out is replaced). A step that could not be carried out fails
-// the test.
-func RunDemo(t *testing.T, opts retrydemo.Options) *retrydemo.Report {
-	t.Helper()
-	var out bytes.Buffer
-	opts.Out = &out
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rep, err := retrydemo.Run(ctx, opts)
-	t.Logf("demo, %s binding, tenant %q:\n%s", opts.Binding, opts.Tenant, out.String())
-	if err != nil {
-		t.Fatalf("the demonstration failed: %v", err)
-	}
-	return rep
-}
-
-// CheckTaskDemo checks the report of a demonstration against an agent that creates
-// tasks and works longer than the demo's cut: the unkeyed message ran and was
-// answered; the keyed first attempt was cut, every retry named the same task, the
-// first while the agent was still working and the last completed, and the agent ran
-// once; the reused key was refused as already held; keyedclient's send ran the agent
-// once.
-func CheckTaskDemo(t *testing.T, rep *retrydemo.Report) {
-	t.Helper()
-	if !rep.UnkeyedCut {
-		t.Errorf("the unkeyed first attempt was answered within the cut; the agent should still have been working")
-	}
-	if a := rep.UnkeyedAnswer; a.Kind != "task" || a.State != a2a.TaskStateCompleted || a.Text != "echo: hello without a key" {
-		t.Errorf("the unkeyed re-send got %v, want a completed task echoing the message", a)
-	}
-	if rep.UnkeyedRuns < 1 {
-		t.Errorf("the unkeyed sends ran the agent %d times, want at least 1", rep.UnkeyedRuns)
-	}
-
-	if !rep.KeyedCut {
-		t.Errorf("the keyed first attempt was answered within the cut; the agent should still have been working")
-	}
-	if len(rep.Answers) < 2 {
-		t.Fatalf("the keyed send got %d answers, want a retry during the run and one after it: %v", len(rep.Answers), rep.Answers)
-	}
-	first, last := rep.Answers[0], rep.Answers[len(rep.Answers)-1]
-	if first.Kind != "task" || first.ID == "" || first.Final() {
-		t.Errorf("the first retry got %v, want the task still running (a retry does not wait for the run)", first)
-	}
-	for _, a := range rep.Answers {
-		if a.Kind != "task" || a.ID != first.ID {
-			t.Errorf("a retry got %v, want task %s like the first retry", a, first.ID)
-		}
-	}
-	if last.State != a2a.TaskStateCompleted || last.Text != "echo: hello with a key" {
-		t.Errorf("the last retry got %v, want the task completed with the echo", last)
-	}
-	if rep.KeyedRuns != 1 {
-		t.Errorf("the keyed send and its %d retries ran the agent %d times, want 1", len(rep.Answers), rep.KeyedRuns)
-	}
-	checkRefusal(t, rep)
-	if rep.AutoAnswer.Kind != "task" || rep.AutoAnswer.ID == "" {
-		t.Errorf("keyedclient's send got %v, want a task", rep.AutoAnswer)
-	}
-	if rep.AutoRuns != 1 {
-		t.Errorf("keyedclient's send ran the agent %d times, want 1", rep.AutoRuns)
-	}
-	if err := rep.Check(); err != nil {
-		t.Errorf("Report.Check, which the demo client exits on: %v", err)
-	}
-}
-
-// CheckMessageDemo checks the report of a demonstration against an agent that
-// answers at once with a Message: every keyed answer is the same Message, the agent
-// ran once for the keyed send, and the reused key was refused.
-func CheckMessageDemo(t *testing.T, rep *retrydemo.Report) {
-	t.Helper()
-	if a := rep.UnkeyedAnswer; a.Kind != "message" || a.Text != "echo: hello without a key" {
-		t.Errorf("the unkeyed re-send got %v, want a Message echoing the message", a)
-	}
-	if rep.UnkeyedRuns != 2 {
-		t.Errorf("the unkeyed message, sent twice, ran the agent %d times, want 2 (nothing deduplicates it)", rep.UnkeyedRuns)
-	}
-	if len(rep.Answers) < 2 {
-		t.Fatalf("the keyed send got %d answers, want the first attempt's and a retry's: %v", len(rep.Answers), rep.Answers)
-	}
-	for _, a := range rep.Answers {
-		if a.Kind != "message" || a.ID != rep.Answers[0].ID || a.Text != "echo: hello with a key" {
-			t.Errorf("a keyed answer was %v, want Message %s echoing the message, like the first", a, rep.Answers[0].ID)
-		}
-	}
-	if rep.KeyedRuns != 1 {
-		t.Errorf("the keyed send and its retry ran the agent %d times, want 1", rep.KeyedRuns)
-	}
-	checkRefusal(t, rep)
-	if err := rep.Check(); err != nil {
-		t.Errorf("Report.Check, which the demo client exits on: %v", err)
-	}
-}
-
-func checkRefusal(t *testing.T, rep *retrydemo.Report) {
-	t.Helper()
-	if rep.Refusal == nil || !strings.Contains(rep.Refusal.Error(), "already held") {
-		t.Errorf("the key reused for a different message got %v, want a refusal containing \"already held\"", rep.Refusal)
 	}
 }
 
@@ -470,7 +342,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		select {
 		case w.lines <- string(w.partial[:i]):
 		default:
-			return 0, errors.New("exampletest: too many lines unread")
+			return 0, errors.New("examplerun: too many lines unread")
 		}
 		w.partial = w.partial[i+1:]
 	}
@@ -482,15 +354,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // password nor the process's debug variables, and that a client that stalls its
 // request body is cut off after -read-timeout (issue 14, item 9).
 func CheckNoLeaks(t *testing.T, run RunFunc, prefix string) {
-	dsn := PostgresDSN(t)
+	dsn := testdb.Postgres(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const password = "s3cret-pw" // trust auth on loopback ignores it
 	u.User = url.UserPassword(u.User.Username(), password)
-	table := PostgresTable(t, dsn, prefix)
-	tasks := PostgresTable(t, dsn, prefix+"_tasks")
+	table := testdb.TempTable(t, dsn, prefix)
+	tasks := testdb.TempTable(t, dsn, prefix+"_tasks")
 
 	for _, how := range []string{"flag", "environment"} {
 		t.Run(how, func(t *testing.T) {
