@@ -19,12 +19,10 @@ import (
 
 // TestSQLite runs the demonstration against the chi server with its tasks and keys in
 // a SQLite file: on the tenant path (/tenants/{tenant}/...), on JSON-RPC with a
-// tenant, and on HTTP+JSON without one.
+// tenant, and on HTTP+JSON without one; then restarts it on the file: a retry of a
+// send from before the restart gets the send's task.
 func TestSQLite(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := examplerun.Start(t, run, "-store", store, "-delay", "1s")
-	examplerun.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	examplerun.CheckDemos(t, srv, retrydemo.TaskDemo, "rest acme", "jsonrpc acme", "rest")
+	examplerun.CheckSQLite(t, run, nil, retrydemo.TaskDemo, "rest acme", "jsonrpc acme", "rest")
 }
 
 // TestTenantPath sends keyed messages that name their tenant only in the path, as a
@@ -62,10 +60,4 @@ func taskID(t *testing.T, url, body string) string {
 		t.Fatalf("POST %s: %d %s, want 200 with a task", url, status, answer)
 	}
 	return res.Task.ID
-}
-
-// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
-// after a restart on the file a retry of a send from before gets the send's task.
-func TestRestart(t *testing.T) {
-	examplerun.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
 }

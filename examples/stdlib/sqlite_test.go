@@ -12,12 +12,10 @@ import (
 
 // TestSQLite runs the demonstration on both bindings, and with a tenant, against the
 // server with its tasks and keys in a SQLite file, as `go run ./examples/stdlib`
-// starts it.
+// starts it, and restarts it on the file: a retry of a send from before the restart
+// gets the send's task.
 func TestSQLite(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := examplerun.Start(t, run, "-store", store, "-delay", "1s")
-	examplerun.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	examplerun.CheckDemos(t, srv, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme")
+	examplerun.CheckSQLite(t, run, nil, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme")
 }
 
 // TestReplyMessage runs the demonstration against an agent that answers with a
@@ -25,10 +23,4 @@ func TestSQLite(t *testing.T) {
 func TestReplyMessage(t *testing.T) {
 	srv := examplerun.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
 	examplerun.CheckDemos(t, srv, retrydemo.MessageDemo, "jsonrpc", "rest")
-}
-
-// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
-// after a restart on the file a retry of a send from before gets the send's task.
-func TestRestart(t *testing.T) {
-	examplerun.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
 }

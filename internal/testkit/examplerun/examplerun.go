@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -195,6 +196,24 @@ func CheckDemos(t *testing.T, srv *Server, demo Demo, demos ...string) {
 			}
 		})
 	}
+}
+
+// CheckSQLite runs the checks every example server passes with its tasks and keys in
+// a SQLite file, as `go run` starts it; args are the example's further flags. As
+// subtests: what it prints and serves ([CheckServer]) and demo once per entry of demos
+// against an agent that works for a second ([CheckDemos]); then a restart on the same
+// file ([CheckRestart]).
+func CheckSQLite(t *testing.T, run RunFunc, args []string, demo Demo, demos ...string) {
+	t.Helper()
+	t.Run("demos", func(t *testing.T) {
+		store := filepath.Join(t.TempDir(), "idempotency.db")
+		srv := Start(t, run, append([]string{"-store", store, "-delay", "1s"}, args...)...)
+		CheckServer(t, srv, "tasks and keys in SQLite file "+store)
+		CheckDemos(t, srv, demo, demos...)
+	})
+	t.Run("restart", func(t *testing.T) {
+		CheckRestart(t, run, append([]string{"-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms"}, args...)...)
+	})
 }
 
 // CheckRestart checks that a server restarted on the same store answers a retry of
