@@ -47,29 +47,7 @@ func benchmarkClaims(b *testing.B, open func(testing.TB) *database) {
 				b.Fatal(err)
 			}
 
-			b.ResetTimer()
-			// Ten rounds, alternating which side goes first, so that a change of load
-			// on the machine during the run affects both sides alike.
-			const rounds = 10
-			var claimTime, baseTime time.Duration
-			for r := range rounds {
-				from, to := conc+r*b.N/rounds, conc+(r+1)*b.N/rounds
-				sides := []struct {
-					op  func(int) error
-					sum *time.Duration
-				}{{baseline, &baseTime}, {claim, &claimTime}}
-				if r%2 == 1 {
-					sides[0], sides[1] = sides[1], sides[0]
-				}
-				for _, side := range sides {
-					d, err := testkit.Parallel(conc, from, to, side.op)
-					if err != nil {
-						b.Fatal(err)
-					}
-					*side.sum += d
-				}
-			}
-			b.StopTimer()
+			claimTime, baseTime := testkit.Alternate(b, conc, conc, claim, baseline)
 			claims := float64(b.N) / claimTime.Seconds()
 			inserts := float64(b.N) / baseTime.Seconds()
 			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")

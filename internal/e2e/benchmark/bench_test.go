@@ -213,7 +213,7 @@ func throughputRatio(kit, base time.Duration) float64 { return base.Seconds() / 
 func latencyRatio(kit, base time.Duration) float64 { return kit.Seconds() / base.Seconds() }
 
 // measure runs kit and base b.N times each, conc at a time, in ten alternating
-// rounds, and reports the kit's ns/op and sends/s, the baseline's ns/op, and their
+// rounds (testkit.Alternate), and reports the kit's ns/op and sends/s, the baseline's ns/op, and their
 // ratio under unit.
 func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r ratio) {
 	b.Helper()
@@ -224,27 +224,7 @@ func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	const rounds = 10
-	var kitTime, baseTime time.Duration
-	for round := range rounds {
-		from, to := round*b.N/rounds, (round+1)*b.N/rounds
-		sides := []struct {
-			op  func(int) error
-			sum *time.Duration
-		}{{base, &baseTime}, {kit, &kitTime}}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			d, err := testkit.Parallel(conc, from, to, side.op)
-			if err != nil {
-				b.Fatal(err)
-			}
-			*side.sum += d
-		}
-	}
-	b.StopTimer()
+	kitTime, baseTime := testkit.Alternate(b, conc, 0, kit, base)
 	b.ReportMetric(float64(kitTime.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(float64(b.N)/kitTime.Seconds(), "sends/s")
 	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "base-ns/op")
