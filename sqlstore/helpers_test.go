@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/a2akit/idempotency/conformance"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -18,26 +18,9 @@ import (
 // database, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
 const postgresDSNVar = "IDEMPOTENCY_POSTGRES_DSN"
 
-// clock is a controllable clock for Options.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock returns a clock for Options.Now that moves only when the test advances it.
+func newClock() *conformance.Clock {
+	return conformance.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // database is one database under test, reached through two independent pools, as two
