@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"testing"
 
 	"github.com/a2akit/idempotency/examples/internal/retrydemo"
@@ -26,16 +24,7 @@ func TestPostgres(t *testing.T) {
 	examplerun.CheckDemos(t, srv, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme", "jsonrpc acme")
 }
 
-func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-reply", "task-or-message"},
-		{"-no-such-flag"},
-	} {
-		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
-			t.Errorf("run(%q) = nil, want an error", args)
-		}
-	}
-}
+func TestBadFlags(t *testing.T) { examplerun.CheckBadFlags(t, run) }
 
 // The server leaks no DSN password and no debug variables on its public listener,
 // and cuts off a stalled request body.

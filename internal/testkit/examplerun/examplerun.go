@@ -30,6 +30,7 @@ import (
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/servercheck"
 )
 
 // RunFunc is an example's run function: it serves until ctx ends, printing the URLs
@@ -214,6 +215,56 @@ func CheckSQLite(t *testing.T, run RunFunc, args []string, demo Demo, demos ...s
 	t.Run("restart", func(t *testing.T) {
 		CheckRestart(t, run, append([]string{"-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms"}, args...)...)
 	})
+}
+
+// CheckChecker runs the black-box checker (package servercheck, the checks of
+// cmd/a2a-idempotency-check) against srv: its verdict must be pass, every check in
+// want must pass on each of the three HTTP interfaces (JSON-RPC, HTTP+JSON, and
+// HTTP+JSON with a tenant), and a gRPC interface must be reported as not checked.
+// It expects the server's agent to work about 300 ms.
+func CheckChecker(t *testing.T, srv *Server, want ...string) {
+	t.Helper()
+	start := time.Now()
+	rep, err := servercheck.Run(context.Background(), srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests in %v:\n%s", rep.Requests, time.Since(start).Round(time.Millisecond), rep)
+	if !rep.OK() {
+		t.Fatalf("verdict %s, want pass", rep.Verdict)
+	}
+	checked := 0
+	for _, iface := range rep.Interfaces {
+		if iface.Binding == servercheck.BindingGRPC {
+			if r, _ := rep.Result("interface", iface.String()); r.Status != servercheck.NotChecked {
+				t.Errorf("gRPC interface %s: %s, want not checked", iface, r.Status)
+			}
+			continue
+		}
+		checked++
+		for _, id := range want {
+			if r, _ := rep.Result(id, iface.String()); r.Status != servercheck.Pass {
+				t.Errorf("%s on %s: %s (%s), want pass", id, iface, r.Status, r.Detail)
+			}
+		}
+	}
+	if checked != 3 {
+		t.Errorf("checked %d interfaces, want JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", checked)
+	}
+}
+
+// CheckBadFlags checks that run refuses the flags every example refuses: a -reply
+// other than task or message, and an unknown flag.
+func CheckBadFlags(t *testing.T, run RunFunc) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"-reply", "task-or-message"},
+		{"-no-such-flag"},
+	} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
+			t.Errorf("run(%q) = nil, want an error", args)
+		}
+	}
 }
 
 // CheckRestart checks that a server restarted on the same store answers a retry of
