@@ -161,11 +161,7 @@ func checkCancelledLookup(e *env) error {
 // owner extends afterwards.
 func checkCancelledExtend(e *env) error {
 	for name, ctx := range e.doneContexts() {
-		key, tok, err := e.claimed()
-		if err != nil {
-			return err
-		}
-		before, err := e.wantHeld("", key, msgA, pending)
+		key, tok, before, err := e.claimedRecord()
 		if err != nil {
 			return err
 		}

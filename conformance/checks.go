@@ -217,11 +217,7 @@ func checkLookupAbsent(e *env) error {
 // after it while pending, and then the binding, with the claim time unchanged. A
 // Claim by the same message returns the same Record.
 func checkLookupRecord(e *env) error {
-	key, tok, err := e.claimed()
-	if err != nil {
-		return err
-	}
-	r1, err := e.wantHeld("", key, msgA, pending)
+	key, tok, r1, err := e.claimedRecord()
 	if err != nil {
 		return err
 	}

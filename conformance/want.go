@@ -25,6 +25,17 @@ func (e *env) claimed() (string, idempotency.Token, error) {
 	return key, tok, err
 }
 
+// claimedRecord is claimed, and also returns the claim's Record as Lookup reports
+// it, checked to be pending for msgA.
+func (e *env) claimedRecord() (string, idempotency.Token, idempotency.Record, error) {
+	key, tok, err := e.claimed()
+	if err != nil {
+		return key, tok, idempotency.Record{}, err
+	}
+	r, err := e.wantHeld("", key, msgA, pending)
+	return key, tok, r, err
+}
+
 // released is claimed, then released by its owner: a key that was held and is no
 // longer. It returns the key and the released claim's token.
 func (e *env) released() (string, idempotency.Token, error) {
