@@ -74,6 +74,18 @@ func bindArgs(token idempotency.Token, b idempotency.Binding) error {
 	return checkBinding(b)
 }
 
+// extendArgs checks Extend's token and lease, as both test indexes do, unless the
+// bug skips one of the checks.
+func (b bug) extendArgs(token idempotency.Token, lease time.Duration) error {
+	switch {
+	case token == 0 && b != bugZeroTokenAfterLookup:
+		return invalid("zero token")
+	case lease <= 0 && b != bugExtendLeaseUnchecked:
+		return invalid("lease %v is not positive", lease)
+	}
+	return nil
+}
+
 // judgeBind says whether binding e to b writes, succeeds without writing, or fails:
 // idempotently (b may be the bound value or a part of it), and a task id alone may
 // gain a reply.
@@ -174,11 +186,8 @@ func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempote
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	switch {
-	case token == 0 && x.bug != bugZeroTokenAfterLookup:
-		return invalid("zero token")
-	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
-		return invalid("lease %v is not positive", lease)
+	if err := x.bug.extendArgs(token, lease); err != nil {
+		return err
 	}
 	lease = x.bug.extendLease(lease)
 	x.mu.Lock()

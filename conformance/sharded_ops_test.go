@@ -168,11 +168,8 @@ func (x *shardIndex) Extend(ctx context.Context, scope, key string, token idempo
 	if err := validKey(key); err != nil {
 		return err
 	}
-	switch {
-	case token == 0 && x.bug != bugZeroTokenAfterLookup:
-		return invalid("zero token")
-	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
-		return invalid("lease %v is not positive", lease)
+	if err := x.bug.extendArgs(token, lease); err != nil {
+		return err
 	}
 	lease = x.bug.extendLease(lease)
 	sh, h, mk := x.locate(scope, key)
