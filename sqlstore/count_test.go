@@ -12,6 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -131,5 +132,5 @@ func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, 
 
 func TestPostgresStatementCount(t *testing.T) {
 	db := openPostgres(t, "postgres")
-	testStatementCount(t, sqlstore.PostgreSQL, &countingConnector{driver: &pq.Driver{}, dsn: postgresDSN(t)}, db.prefix+"keys")
+	testStatementCount(t, sqlstore.PostgreSQL, &countingConnector{driver: &pq.Driver{}, dsn: testkit.PostgresDSN(t)}, db.prefix+"keys")
 }
