@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	flags := echo.AddFlags(fs)
 	store := fs.String("store", "idempotency.db", "where tasks and keys are kept: a SQLite file `path`, or a postgres:// URL")
+	lease := fs.Duration("lease", idem.DefaultLease, "how long the key of a send whose server died stays held before an identical retry may run it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// anonymous user, which is the TaskReader's default.
 	keyed, err := idem.New(keys, idem.Options{
 		Logger: logger,
+		Lease:  *lease,
 		Scope:  idem.TenantPathScope(echo.TenantRESTPath),
 		Tasks:  adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
 	})
