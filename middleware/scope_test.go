@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -47,12 +48,12 @@ func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
 		{"DefaultScope", nil, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: c.scope}})
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Scope: c.scope}})
 			key, id := idempotency.NewKey(), "path-tenant-"+idempotency.NewKey()
 			body := `{"message":{"messageId":"` + id + `","role":"ROLE_USER","parts":[{"text":"hi"}],` +
 				`"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}}`
 			for _, tenant := range []string{"acme", "globex", "acme"} {
-				resp, err := h.hc.Post(h.srv.URL+"/t/"+tenant+"/message:send", "application/json", strings.NewReader(body))
+				resp, err := h.HTTP.Post(h.Server.URL+"/t/"+tenant+"/message:send", "application/json", strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +63,7 @@ func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
 					t.Fatalf("tenant %s: %d %s", tenant, resp.StatusCode, got)
 				}
 			}
-			if n := h.agent.RunsOf(id); n != c.runs {
+			if n := h.Agent.RunsOf(id); n != c.runs {
 				t.Fatalf("agent ran %d times, want %d", n, c.runs)
 			}
 		})
