@@ -79,7 +79,7 @@ func (x *exchange) run() {
 	if s.ambiguous {
 		x.ks.KeyErr = errAmbiguous // refused as invalid, with its text
 	}
-	scope := func() (string, error) { return x.m.scope(x.r, s.tenant) }
+	scope := func() (string, error) { return x.m.identify(x.r, &x.ks, s, x.body) }
 	for early := true; ; early = false {
 		step := x.m.sends.Begin(x.r.Context(), &x.ks, scope)
 		x.k = x.ks.k

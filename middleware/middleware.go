@@ -77,6 +77,8 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 		},
 		early:        &earlyBinder{mode: opts.EarlyBind},
 		scope:        opts.Scope,
+		principal:    opts.Principal,
+		checkContent: opts.CheckContent,
 		reads:        opts.Reads,
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
@@ -138,6 +140,8 @@ type middleware struct {
 	sends        *Sends
 	early        *earlyBinder
 	scope        func(r *http.Request, tenant string) (string, error)
+	principal    func(r *http.Request) (string, error)
+	checkContent bool
 	reads        func(r *http.Request) bool
 	maxBodyBytes int64
 	log          *slog.Logger

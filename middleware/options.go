@@ -41,6 +41,31 @@ type Options struct {
 	// as invalid params (JSON-RPC -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
+	// Principal, when set, binds keys to their caller: it returns the principal
+	// (the authenticated user) who made r, and a retry of a keyed send by another
+	// principal is answered exactly as a key held by another message ("already
+	// held"): nothing of the first attempt, task, stream or Message reply, reaches
+	// it, whatever it knows of the key and message id. [PrincipalHeader] reads a
+	// header set by an authenticating proxy; adapter.Principal runs an a2a-go
+	// server's own authentication. An error, or an empty principal, refuses a keyed
+	// send as invalid params (JSON-RPC -32602, REST 400) with the error's text (or a
+	// message asking to authenticate): return a fixed name for anonymous callers
+	// that may share keys. nil (the default) binds keys to the scope alone, as the
+	// Rust SDK's extension does: then anyone who can send in the scope and learns a
+	// key and its message id gets that send's task or reply replayed. Bind every
+	// binding (grpcbinding's Principal) alike: a send claimed with a principal is
+	// another message to one claimed without.
+	Principal func(r *http.Request) (string, error)
+
+	// CheckContent, when true, refuses a retry whose message differs from its first
+	// attempt's (parts, role, contextId, taskId, referenceTaskIds; see
+	// [MessageFingerprint]) as a key held by another message, instead of replaying
+	// the first attempt to it. The fingerprint is a fixed-size digest kept in the
+	// claim. It costs a second decode of the message of each keyed send. Off by
+	// default, as in the Rust SDK's extension, which trusts the message id alone;
+	// turn it on for every binding on the index alike.
+	CheckContent bool
+
 	// Lease is how long a claim stays in flight, from its claim or its latest
 	// extension, before an identical retry may take it over; default [DefaultLease].
 	// The engine extends it every third of it while the first attempt runs, so it
