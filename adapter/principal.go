@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -22,16 +23,24 @@ var errUnauthenticated = errors.New("the server's authentication refused the key
 // Principal to name anonymous callers that may share keys.
 func Principal(interceptors ...a2asrv.CallInterceptor) func(r *http.Request) (string, error) {
 	return func(r *http.Request) (string, error) {
-		ctx, callCtx := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
-		for _, i := range interceptors {
-			var early any
-			var err error
-			if ctx, early, err = i.Before(ctx, callCtx, &a2asrv.Request{}); err != nil || early != nil {
-				return "", errUnauthenticated
-			}
-		}
-		return CallerOf(callCtx), nil
+		return Authenticate(r.Context(), a2asrv.NewServiceParams(r.Header), interceptors...)
 	}
+}
+
+// Authenticate runs interceptors on an a2asrv.CallContext made from params (the
+// request's headers, or a gRPC call's metadata) as [Principal] does, and returns
+// [CallerOf] it, or an error asking the client to authenticate when an interceptor
+// refused the call.
+func Authenticate(ctx context.Context, params *a2asrv.ServiceParams, interceptors ...a2asrv.CallInterceptor) (string, error) {
+	ctx, callCtx := a2asrv.NewCallContext(ctx, params)
+	for _, i := range interceptors {
+		var early any
+		var err error
+		if ctx, early, err = i.Before(ctx, callCtx, &a2asrv.Request{}); err != nil || early != nil {
+			return "", errUnauthenticated
+		}
+	}
+	return CallerOf(callCtx), nil
 }
 
 // CallerOf returns the name of the authenticated user of callCtx, as authentication

@@ -6,8 +6,9 @@ import (
 	"net/http"
 )
 
-// errNoCaller refuses a keyed send whose caller Options.Principal could not name.
-var errNoCaller = errors.New("this server binds idempotency keys to their caller, and the keyed send names none: " +
+// ErrNoPrincipal refuses a keyed send whose caller a binding's Principal option
+// named as empty; its text is the refusal's message.
+var ErrNoPrincipal = errors.New("this server binds idempotency keys to their caller, and the keyed send names none: " +
 	"send it authenticated")
 
 // PrincipalHeader returns an [Options.Principal] that takes the caller from the
@@ -45,7 +46,7 @@ func (m *middleware) identify(r *http.Request, ks *Send, s *send, body []byte) (
 		case err != nil:
 			return "", err
 		case p == "":
-			return "", errNoCaller
+			return "", ErrNoPrincipal
 		}
 		ks.Principal = p
 	}
