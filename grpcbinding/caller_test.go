@@ -111,3 +111,40 @@ func TestCallersOwnTheirKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckContent: with CheckContent on gRPC and HTTP alike, a gRPC retry with the
+// first attempt's key and message id but another text is INVALID_ARGUMENT "already
+// held", never replayed; the same message retried over gRPC and over JSON-RPC (a
+// fingerprint of the same content across bindings) is replayed; the agent ran once.
+func TestCheckContent(t *testing.T) {
+	agent := &testkit.Agent{}
+	s := startServer(t, serverConfig{agent: agent, keyed: true, opts: Options{CheckContent: true}})
+	c := s.raw(t)
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo one"))
+	msg.ReferenceTasks = []a2a.TaskID{"earlier"}
+	if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {
+		t.Fatal(err)
+	}
+	req := &a2a.SendMessageRequest{Message: msg}
+	ctx := context.Background()
+	want, err := sendAs(ctx, c, "", false, rawRequest(t, req))
+	if err != nil {
+		t.Fatalf("first send: %v", err)
+	}
+	for _, streaming := range []bool{false, true} {
+		if got, err := sendAs(ctx, c, "", streaming, rawRequest(t, req)); err != nil || got != want {
+			t.Fatalf("retry (stream=%v): %q, %v; want %q", streaming, got, err, want)
+		}
+	}
+	res, err := s.client(t, a2a.TransportProtocolJSONRPC).SendMessage(ctx, req)
+	if task, ok := res.(*a2a.Task); err != nil || !ok || "task "+string(task.ID) != want {
+		t.Fatalf("JSON-RPC retry of the same message: %v, %v; want %s", res, err, want)
+	}
+	changed := *msg
+	changed.Parts = a2a.ContentParts{a2a.NewTextPart("echo two")}
+	_, err = sendAs(ctx, c, "", false, rawRequest(t, &a2a.SendMessageRequest{Message: &changed}))
+	wantStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS", "already held")
+	if n := agent.RunsOf(msg.ID); n != 1 {
+		t.Fatalf("the agent ran %d times, want 1", n)
+	}
+}

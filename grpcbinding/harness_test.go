@@ -116,7 +116,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 			t.Fatal(err)
 		}
 		grpcOptions = append(grpcOptions, kit.ServerOptions()...)
-		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait})
+		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait,
+			CheckContent: cfg.opts.CheckContent})
 		if err != nil {
 			t.Fatal(err)
 		}
