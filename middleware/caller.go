@@ -1,9 +1,11 @@
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // ErrNoPrincipal refuses a keyed send whose caller a binding's Principal option
@@ -32,30 +34,67 @@ func PrincipalHeader(name string) func(r *http.Request) (string, error) {
 	}
 }
 
-// identify returns the scope of the keyed send s read from r (whose body is body),
-// and sets ks's Principal and Fingerprint as Options.Principal and
-// Options.CheckContent ask.
-func (m *middleware) identify(r *http.Request, ks *Send, s *send, body []byte) (string, error) {
-	scope, err := m.scope(r, s.tenant)
+// identify returns the scope of the exchange's keyed send, and sets its Principal
+// and Fingerprint as Options.Principal and Options.CheckContent ask.
+func (x *exchange) identify() (string, error) {
+	m, s := x.m, x.s
+	scope, err := x.scope()
 	if err != nil {
 		return "", err
 	}
 	if m.principal != nil {
-		p, err := m.principal(r)
+		p, err := m.principal(x.r)
 		switch {
 		case err != nil:
 			return "", err
 		case p == "":
 			return "", ErrNoPrincipal
 		}
-		ks.Principal = p
+		x.ks.Principal = p
 	}
 	if m.checkContent {
-		fp, err := bodyFingerprint(body, s.d.framing() == BindingJSONRPC)
+		fp, err := bodyFingerprint(x.body, s.d.framing() == BindingJSONRPC)
 		if err != nil {
 			return "", err
 		}
-		ks.Fingerprint = fp
+		x.ks.Fingerprint = fp
 	}
 	return scope, nil
+}
+
+// scope returns the key's scope: Options.Scope's, or by the default routes, which
+// read an A2A v0.3 send's /v1 as no tenant, and learn the agent card's HTTP+JSON
+// mounts (once) before they scope the first HTTP+JSON send under a path.
+func (x *exchange) scope() (string, error) {
+	m, s := x.m, x.s
+	if m.routes == nil {
+		return m.scope(x.r, s.tenant)
+	}
+	rest := s.d.framing() == BindingHTTPJSON
+	prefix := s.prefix
+	if rest && s.d.version() == Version03 {
+		prefix = strings.TrimSuffix(prefix, "/v1")
+	}
+	if rest && prefix != "" && !m.routes.learnt() {
+		m.cardOnce.Do(x.learnCard)
+	}
+	return m.routes.scopeAt(prefix, rest, s.tenant), nil
+}
+
+// learnCard reads the agent card through the wrapped handler, as a client would
+// (bounded by IndexTimeout, whether or not the client stays), and teaches the
+// default routes its HTTP+JSON mounts.
+func (x *exchange) learnCard() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), x.c.indexTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, agentCardPath, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", "application/json")
+	bw := &bufferWriter{header: make(http.Header)}
+	x.serveInner(bw, req, ctx)
+	if bw.code() == http.StatusOK {
+		x.m.routes.LearnCard(bw.buf.Bytes(), "")
+	}
 }

@@ -271,6 +271,15 @@ func testCard() *a2a.AgentCard {
 			{URI: "https://example.com/ext/geo/v1", Description: "geo", Params: map[string]any{"precision": "city"}},
 		}},
 		Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
+		// The interfaces tell the middleware's default tenant routes where HTTP+JSON
+		// is mounted (/rest, the tenant handler's /t, /api/v1), so that a send there
+		// is in the scope of the tenant a2a-go routes it by.
+		SupportedInterfaces: []*a2a.AgentInterface{
+			a2a.NewAgentInterface("http://localhost/jsonrpc", a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON),
+			a2a.NewAgentInterface("http://localhost/t", a2a.TransportProtocolHTTPJSON),
+			a2a.NewAgentInterface("http://localhost/api/v1", a2a.TransportProtocolHTTPJSON),
+		},
 	}
 }
 
@@ -574,6 +583,12 @@ func (a *servedAnswer) code() int {
 }
 
 func (sr *servedRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == a2asrv.WellKnownAgentCardPath {
+		// The middleware's own read of the card (its tenant routes learn the
+		// HTTP+JSON mounts) is not an answer to a send.
+		sr.next.ServeHTTP(w, r)
+		return
+	}
 	a := &servedAnswer{path: r.URL.Path, body: &testkit.Buffer{}, left: make(chan struct{})}
 	context.AfterFunc(r.Context(), func() { close(a.left) })
 	sr.mu.Lock()

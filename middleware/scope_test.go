@@ -11,21 +11,36 @@ import (
 	"github.com/a2akit/idempotency/middleware"
 )
 
-func TestTenantPathScope(t *testing.T) {
-	scope := middleware.TenantPathScope("/t/")
+func TestTenantRoutes(t *testing.T) {
+	def, err := middleware.NewTenantRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted, err := middleware.NewTenantRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted.LearnCard([]byte(`{"supportedInterfaces":[{"url":"http://h/v1","protocolBinding":"HTTP+JSON"},`+
+		`{"url":"http://h/jsonrpc","protocolBinding":"JSONRPC"}]}`), "")
 	for _, c := range []struct {
+		routes             *middleware.TenantRoutes
 		path, tenant, want string
 	}{
-		{"/t/acme/message:send", "", "acme"},
-		{"/t/acme/message:stream", "globex", "acme"}, // the path wins, as in a2a-go
-		{"/t/acme/message%3Asend", "", "acme"},
-		{"/rest/message:send", "globex", "globex"}, // not under the mount
-		{"/t/message:send", "globex", "globex"},    // no tenant segment
-		{"/jsonrpc", "acme", "acme"},               // JSON-RPC names its tenant
-		{"/tasks/acme/message:send", "", ""},
+		{def, "/tenants/acme/message:send", "", "acme"},
+		{def, "/tenants/acme/message:stream", "globex", "acme"}, // the path wins, as in a2a-go
+		{def, "/tenants/acme/message%3Asend", "", "acme"},
+		{def, "/acme/message:send", "", "acme"},
+		{def, "/message:send", "globex", "globex"}, // no prefix: the body's tenant
+		{def, "/jsonrpc", "acme", "acme"},          // JSON-RPC names its tenant
+		{def, "/jsonrpc", `"acme`, `"\"acme"`},     // a tenant that could spell a path's scope
+		{def, "/a/b/message:send", "acme", `"acme" path "/a/b"`},
+		{def, "/v1/message:send", "", "v1"},               // no card: /v1 reads as a tenant
+		{mounted, "/v1/message:send", "globex", "globex"}, // at the card's mount: the body's
+		{mounted, "/v1/acme/message:send", "", "acme"},    // below it: the templates
+		{mounted, "/v1/tenants/acme/message:send", "", "acme"},
 	} {
 		r := httptest.NewRequest("POST", c.path, nil)
-		got, err := scope(r, c.tenant)
+		got, err := c.routes.Scope(r, c.tenant)
 		if err != nil || got != c.want {
 			t.Errorf("scope(%s, tenant %q) = %q, %v; want %q", c.path, c.tenant, got, err, c.want)
 		}
@@ -33,18 +48,20 @@ func TestTenantPathScope(t *testing.T) {
 }
 
 // A client that names its tenant only in the path (the body's tenant empty) to a2a-go's
-// tenant REST handler: with TenantPathScope the same key under two path tenants is two
-// sends; with the default scope it is one, and the other tenant gets the first
-// tenant's task. The a2a-go client always fills the body's tenant, so these posts are
-// raw.
-func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
+// tenant REST handler: by the default routes, or routes naming the mount, the same
+// key under two path tenants is two sends. The a2a-go client always fills the body's
+// tenant, so these posts are raw.
+func TestTenantRoutesSeparatePathTenants(t *testing.T) {
+	routes, err := middleware.NewTenantRoutes("/t/{*}")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name  string
 		scope func(*http.Request, string) (string, error)
-		runs  int64
 	}{
-		{"TenantPathScope", middleware.TenantPathScope("/t"), 2},
-		{"DefaultScope", nil, 1},
+		{"routes", routes.Scope},
+		{"default", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: c.scope}})
@@ -62,8 +79,8 @@ func TestTenantPathScopeSeparatesPathTenants(t *testing.T) {
 					t.Fatalf("tenant %s: %d %s", tenant, resp.StatusCode, got)
 				}
 			}
-			if n := h.agent.RunsOf(id); n != c.runs {
-				t.Fatalf("agent ran %d times, want %d", n, c.runs)
+			if n := h.agent.RunsOf(id); n != 2 {
+				t.Fatalf("agent ran %d times, want 2", n)
 			}
 		})
 	}
