@@ -13,9 +13,10 @@ import (
 type Options struct {
 	// Scope returns the scope a keyed send's key lives in, from the call's context
 	// (its metadata and peer, where the authenticated principal is found) and the A2A
-	// tenant the request names. The default is the tenant, as [middleware.DefaultScope]
-	// is, so that a key sent over JSON-RPC or HTTP+JSON and retried over gRPC is the
-	// same send. An error refuses the send as INVALID_ARGUMENT with the error's text.
+	// tenant the request names. The default is [middleware.TenantScope] of the tenant,
+	// the scope the HTTP middleware's default routes ([middleware.TenantRoutes]) give
+	// a send of that tenant, so that a key sent over JSON-RPC or HTTP+JSON and retried
+	// over gRPC is the same send. An error refuses the send as INVALID_ARGUMENT with the error's text.
 	Scope func(ctx context.Context, tenant string) (string, error)
 
 	// Principal and CheckContent are those of [middleware.Options], for gRPC:

@@ -82,7 +82,7 @@ func New(index idempotency.KeyIndex, opts Options) (*Interceptors, error) {
 	}
 	scope := opts.Scope
 	if scope == nil {
-		scope = func(_ context.Context, tenant string) (string, error) { return tenant, nil }
+		scope = func(_ context.Context, tenant string) (string, error) { return middleware.TenantScope(tenant), nil }
 	}
 	log := opts.Logger
 	if log == nil {
