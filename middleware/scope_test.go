@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,11 @@ func TestTenantRoutes(t *testing.T) {
 	}
 	mounted.LearnCard([]byte(`{"supportedInterfaces":[{"url":"http://h/v1","protocolBinding":"HTTP+JSON"},`+
 		`{"url":"http://h/jsonrpc","protocolBinding":"JSONRPC"}]}`), "")
+	based, err := middleware.NewTenantRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	based.LearnCard([]byte(`{"supportedInterfaces":[{"url":"http://up:8080/base/rest","protocolBinding":"HTTP+JSON"}]}`), "/base")
 	for _, c := range []struct {
 		routes             *middleware.TenantRoutes
 		path, tenant, want string
@@ -38,6 +44,8 @@ func TestTenantRoutes(t *testing.T) {
 		{mounted, "/v1/message:send", "globex", "globex"}, // at the card's mount: the body's
 		{mounted, "/v1/acme/message:send", "", "acme"},    // below it: the templates
 		{mounted, "/v1/tenants/acme/message:send", "", "acme"},
+		{based, "/rest/message:send", "acme", "acme"}, // the card's URL below the upstream's base path
+		{based, "/rest/acme/message:stream", "", "acme"},
 	} {
 		r := httptest.NewRequest("POST", c.path, nil)
 		got, err := c.routes.Scope(r, c.tenant)
@@ -47,11 +55,33 @@ func TestTenantRoutes(t *testing.T) {
 	}
 }
 
-// A client that names its tenant only in the path (the body's tenant empty) to a2a-go's
-// tenant REST handler: by the default routes, or routes naming the mount, the same
-// key under two path tenants is two sends. The a2a-go client always fills the body's
-// tenant, so these posts are raw.
-func TestTenantRoutesSeparatePathTenants(t *testing.T) {
+// No two sends that a server may route as two tenants share a scope, whatever
+// tenant a client names.
+func TestTenantRoutesKeepScopesApart(t *testing.T) {
+	def, err := middleware.NewTenantRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, c := range [][2]string{
+		{"/tenants/acme/message:send", ""}, {"/tenants/globex/message:send", ""}, {"/a/b/message:send", ""},
+		{"/a/c/message:send", ""}, {"/jsonrpc", "x"}, {"/jsonrpc", `" path "/a/b"`}, {"/jsonrpc", `"" path "/a/b"`},
+		{"/jsonrpc", `"acme"`},
+	} {
+		s, _ := def.Scope(httptest.NewRequest(http.MethodPost, c[0], nil), c[1])
+		if prev, ok := seen[s]; ok {
+			t.Errorf("%s and %v share scope %s", prev, c, s)
+		}
+		seen[s] = c[0] + " " + c[1]
+	}
+}
+
+// TestOneBodyTwoTenants: one keyed body sent to two tenants' paths of a2a-go's
+// tenant REST handler (the body's tenant empty, as raw clients send it), and as
+// JSON-RPC sends naming each tenant, by the default routes (the card lists the
+// mount /t) or routes naming the template: two runs, two tasks, and each tenant's
+// retry, over either binding, gets its own task.
+func TestOneBodyTwoTenants(t *testing.T) {
 	routes, err := middleware.NewTenantRoutes("/t/{*}")
 	if err != nil {
 		t.Fatal(err)
@@ -66,18 +96,38 @@ func TestTenantRoutesSeparatePathTenants(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: c.scope}})
 			key, id := idempotency.NewKey(), "path-tenant-"+idempotency.NewKey()
-			body := `{"message":{"messageId":"` + id + `","role":"ROLE_USER","parts":[{"text":"hi"}],` +
-				`"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}}`
-			for _, tenant := range []string{"acme", "globex", "acme"} {
-				resp, err := h.hc.Post(h.srv.URL+"/t/"+tenant+"/message:send", "application/json", strings.NewReader(body))
+			msg := `{"messageId":"` + id + `","role":"ROLE_USER","parts":[{"text":"hi"}],` +
+				`"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}`
+			post := func(url, body string) string {
+				t.Helper()
+				resp, err := h.hc.Post(h.srv.URL+url, "application/json", strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("tenant %s: %d %s", tenant, resp.StatusCode, got)
+				var a struct {
+					Task   struct{ ID string } `json:"task"`
+					Result struct {
+						Task struct{ ID string } `json:"task"`
+					} `json:"result"`
 				}
+				_ = json.Unmarshal(got, &a)
+				if resp.StatusCode != http.StatusOK || a.Task.ID+a.Result.Task.ID == "" {
+					t.Fatalf("%s: %d %s", url, resp.StatusCode, got)
+				}
+				return a.Task.ID + a.Result.Task.ID
+			}
+			rest := func(tenant string) string { return post("/t/"+tenant+"/message:send", `{"message":`+msg+`}`) }
+			rpc := func(tenant string) string {
+				return post("/jsonrpc", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"tenant":"`+tenant+`","message":`+msg+`}}`)
+			}
+			acme, globex := rest("acme"), rest("globex")
+			if acme == globex {
+				t.Fatalf("both tenants got task %s", acme)
+			}
+			if a, g, a2 := rpc("acme"), rpc("globex"), rest("acme"); a != acme || g != globex || a2 != acme {
+				t.Fatalf("retries got %s, %s, %s; want %s, %s, %s", a, g, a2, acme, globex, acme)
 			}
 			if n := h.agent.RunsOf(id); n != 2 {
 				t.Fatalf("agent ran %d times, want 2", n)
