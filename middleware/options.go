@@ -35,10 +35,12 @@ type Options struct {
 	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant
 	// the request names (params.tenant, or the body's tenant on the HTTP+JSON
 	// binding; always empty in A2A v0.3, which has no tenant). The default is
-	// [DefaultScope]; servers that take the tenant from a REST path segment use
-	// [TenantPathScope]. Mix in the authenticated principal here so that two callers
-	// cannot reach each other's tasks through a shared key. An error refuses the send
-	// as invalid params (JSON-RPC -32602, REST 400) with the error's text.
+	// [TenantRoutes] with [DefaultTenantTemplates], which learns the HTTP+JSON mounts
+	// from the agent card (as the middleware serves it, or read once through the
+	// wrapped handler); routes of other templates are NewTenantRoutes(...).Scope, and
+	// then learn mounts only from [TenantRoutes.LearnCard]. Bind keys to callers with
+	// Principal, not here. An error refuses the send as invalid params (JSON-RPC
+	// -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
 	// Principal, when set, binds keys to their caller: it returns the principal
