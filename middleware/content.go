@@ -15,8 +15,9 @@ var errNoContent = errors.New("the keyed send's message cannot be read as a JSON
 // [Options.CheckContent] compares: its parts, role, contextId, taskId and
 // referenceTaskIds, as canonical JSON (object keys sorted, white space and number
 // spelling normalised, absent, null and empty values counted alike, role "user" and
-// "ROLE_USER" alike), so that a message re-encoded by another client or binding has the
-// same fingerprint. message is the message as A2A v1.0 JSON (the proto JSON mapping,
+// "ROLE_USER" alike, a v0.3 part's "kind" left out), so that a message re-encoded by
+// another client or binding has the same fingerprint (a v0.3 file part, shaped
+// otherwise than v1.0's, does not meet its v1.0 form). message is the message as A2A v1.0 JSON (the proto JSON mapping,
 // which gRPC bindings get with protojson); its messageId, metadata (which carries
 // the key) and extensions are not part of it. Object keys are matched as Go's
 // encoding/json matches them: case-insensitively, the last duplicate winning. The
@@ -34,6 +35,13 @@ func MessageFingerprint(message []byte) (string, error) {
 	}
 	if r, ok := m.Role.(string); ok {
 		m.Role = strings.TrimPrefix(strings.ToLower(r), "role_")
+	}
+	if parts, ok := m.Parts.([]any); ok {
+		for _, p := range parts {
+			if p, ok := p.(map[string]any); ok {
+				delete(p, "kind") // A2A v0.3's part discriminator; v1.0 has none
+			}
+		}
 	}
 	canon, err := json.Marshal(pruneEmpty(map[string]any{
 		"parts": m.Parts, "role": m.Role, "contextId": m.ContextID, "taskId": m.TaskID, "referenceTaskIds": m.ReferenceTaskIDs,

@@ -31,6 +31,7 @@ func TestMessageFingerprint(t *testing.T) {
 		`{ "referenceTaskIds" : [ "r" ], "taskId":"t","contextId":"c","parts":[{"metadata":{"n":1.0},"text":"hi"}],"role":"user","messageId":"other"}`,
 		`{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi","metadata":{"n":1},"mediaType":""}],"contextId":"c","taskId":"t","referenceTaskIds":["r"],"metadata":{"k":"v"},"extensions":["x"]}`,
 		`{"MessageId":"m1","ROLE":"ROLE_USER","parts":[{"text":"hi","metadata":{"n":1}}],"contextId":"c","taskId":"t","referenceTaskIds":["r"]}`,
+		`{"kind":"message","role":"user","parts":[{"kind":"text","text":"hi","metadata":{"n":1}}],"contextId":"c","taskId":"t","referenceTaskIds":["r"]}`,
 	} {
 		if got := fp(same); got != base {
 			t.Errorf("%s: fingerprint differs from the same content's", same)
