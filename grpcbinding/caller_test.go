@@ -23,19 +23,6 @@ import (
 // authentication would read a bearer token.
 const userMetadata = "x-test-user"
 
-// metadataAuth is an a2a-go authentication interceptor: it sets the call's user from
-// userMetadata.
-type metadataAuth struct{}
-
-func (metadataAuth) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
-	if v, ok := cc.ServiceParams().Get(userMetadata); ok && len(v) == 1 && v[0] != "" {
-		cc.User = a2asrv.NewAuthenticatedUser(v[0], nil)
-	}
-	return ctx, nil, nil
-}
-
-func (metadataAuth) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
-
 // sendAs sends req over the generated client as user and returns what came back,
 // named: "task <id>" or "message <text>" of the first answer.
 func sendAs(ctx context.Context, c a2apb.A2AServiceClient, user string, streaming bool, req *a2apb.SendMessageRequest) (string, error) {
@@ -80,8 +67,8 @@ func TestCallersOwnTheirKeys(t *testing.T) {
 		for _, word := range []string{"echo", "reply"} {
 			t.Run(fmt.Sprintf("%s/stream=%v", word, streaming), func(t *testing.T) {
 				agent := &testkit.Agent{ReplyPrefix: "reply"}
-				s := startServer(t, serverConfig{agent: agent, keyed: true, interceptors: []a2asrv.CallInterceptor{metadataAuth{}},
-					opts: Options{Principal: Principal(metadataAuth{})}})
+				s := startServer(t, serverConfig{agent: agent, keyed: true, interceptors: []a2asrv.CallInterceptor{testkit.UserAuth(userMetadata)},
+					opts: Options{Principal: Principal(testkit.UserAuth(userMetadata))}})
 				c := s.raw(t)
 				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(word+" secret of alice"))
 				if err := adapter.SetMessageKey(msg, idempotency.NewKey()); err != nil {

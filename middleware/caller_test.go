@@ -24,19 +24,6 @@ import (
 // production, read by the same kind of interceptor.
 const userHeader = "X-Test-User"
 
-// headerAuth is an a2a-go authentication interceptor: it sets the call's user from
-// userHeader.
-type headerAuth struct{}
-
-func (headerAuth) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
-	if v, ok := cc.ServiceParams().Get(userHeader); ok && len(v) == 1 && v[0] != "" {
-		cc.User = a2asrv.NewAuthenticatedUser(v[0], nil)
-	}
-	return ctx, nil, nil
-}
-
-func (headerAuth) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
-
 // asUser is a transport that sends every request as user.
 type asUser struct {
 	user string
@@ -60,7 +47,7 @@ func ownedServer(t *testing.T, agent *testkit.Agent, withAdapter bool, opts midd
 		exec = adapter.NewExecutor(agent, adapter.Options{Logger: discardLogger()})
 		store = adapter.NewBindingStore(store, adapter.Options{Logger: discardLogger()})
 	}
-	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(store), a2asrv.WithCallInterceptors(headerAuth{}),
+	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(store), a2asrv.WithCallInterceptors(testkit.UserAuth(userHeader)),
 		a2asrv.WithLogger(discardLogger()))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
@@ -130,7 +117,7 @@ func TestCallersOwnTheirKeys(t *testing.T) {
 // ownKeys is one case of TestCallersOwnTheirKeys.
 func ownKeys(t *testing.T, withAdapter bool, binding string, streaming bool, word string) {
 	agent := &testkit.Agent{ReplyPrefix: "reply"}
-	base := ownedServer(t, agent, withAdapter, middleware.Options{Principal: adapter.Principal(headerAuth{})})
+	base := ownedServer(t, agent, withAdapter, middleware.Options{Principal: adapter.Principal(testkit.UserAuth(userHeader))})
 	alice, mallory := clientAs(t, base, binding, "alice"), clientAs(t, base, binding, "mallory")
 	msg := keyedMessage(t, idempotency.NewKey(), word+" secret of alice")
 	req := &a2a.SendMessageRequest{Message: msg}
