@@ -29,8 +29,9 @@ import (
 type Sends struct{ m *middleware }
 
 // NewSends returns the engine for index, configured and validated as [New] does.
-// Options.Scope, MaxBodyBytes, Reads, EarlyBind and Tasks are read by the HTTP
-// middleware only: a binding computes the scope and reads tasks its own way.
+// Options.Scope, Principal, CheckContent, MaxBodyBytes, Reads, EarlyBind and Tasks
+// are read by the HTTP middleware only: a binding computes the scope, the caller and
+// the fingerprint (Send.Principal, Send.Fingerprint) and reads tasks its own way.
 func NewSends(index idempotency.KeyIndex, opts Options) (*Sends, error) {
 	m, err := newMiddleware(index, opts)
 	if err != nil {
