@@ -26,13 +26,22 @@ func checkHonoursKeys(e *env) error {
 // maxFill bounds the number of keys the capacity checks claim to fill a scope.
 const maxFill = 10000
 
+// capacity returns the index's CapacityReporter. It skips when the index has none,
+// and returns errNoCount (a skip) when the index keeps no count: its Capacity returns
+// an error wrapping errors.ErrUnsupported, as the contract allows.
 func (e *env) capacity() (idempotency.CapacityReporter, error) {
 	c, ok := e.ix.(idempotency.CapacityReporter)
 	if !ok {
 		return nil, skipf("the index does not implement idempotency.CapacityReporter")
 	}
+	if _, err := c.Capacity(e.ctx, e.scope()); errors.Is(err, errors.ErrUnsupported) {
+		return nil, errNoCount
+	}
 	return c, nil
 }
+
+// errNoCount is capacity's skip for an index that keeps no count of keys per scope.
+var errNoCount error = &skipError{reason: "the index keeps no count of keys per scope (its Capacity returns errors.ErrUnsupported)"}
 
 func (e *env) wantHeldCount(c idempotency.CapacityReporter, scope string, want int) (idempotency.Capacity, error) {
 	got, err := c.Capacity(e.ctx, scope)
@@ -162,13 +171,14 @@ const (
 	unboundedTime  = time.Second
 )
 
-// probeUnbounded claims keys in one scope of an index that reports no bound, and
-// wants every one Claimed: a reported Limit of 0 is a promise.
+// probeUnbounded claims keys in one scope of an index that reports no bound (c nil:
+// that keeps no count), and wants every one Claimed: a reported Limit of 0, or
+// errors.ErrUnsupported, is a promise.
 func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
 	scope := e.scope()
 	var claimed atomic.Int64
 	refused := func(err error) error {
-		return fmt.Errorf("claim %d in one scope of an index whose Capacity reports no bound (Limit 0): %w; "+
+		return fmt.Errorf("claim %d in one scope of an index whose Capacity reports no bound (Limit 0, or errors.ErrUnsupported): %w; "+
 			"report the bound the index enforces", claimed.Load()+1, err)
 	}
 	for range unboundedProbe {
@@ -192,7 +202,7 @@ func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
 		}
 		return idempotency.Claim{}, nil
 	})
-	if err := firstErr(out, err); err != nil {
+	if err := firstErr(out, err); err != nil || c == nil {
 		return err
 	}
 	_, err = e.wantHeldCount(c, scope, int(claimed.Load()))
@@ -206,6 +216,9 @@ func (e *env) probeUnbounded(c idempotency.CapacityReporter) error {
 // scope without ErrFull.
 func checkCapacityFull(e *env) error {
 	c, err := e.capacity()
+	if err == errNoCount {
+		return e.probeUnbounded(nil) // an index that counts nothing bounds nothing
+	}
 	if err != nil {
 		return err
 	}

@@ -177,7 +177,9 @@
 //   - CapacityFull: a full scope refuses new keys with ErrFull, evicts nothing and still
 //     answers retries and other messages (needs a bound of at most 10,000 keys per scope; an
 //     index that reports no bound must take 1,000 keys in one scope, and as many more as it
-//     claims within a second, up to 131,072).
+//     claims within a second, up to 131,072). An index whose Capacity returns
+//     errors.ErrUnsupported (it keeps no count) skips the other Capacity checks, and this
+//     one only probes that it refuses no key of one scope.
 //   - CapacityIgnoresExpired: expired keys do not keep a scope full (needs the TTL).
 //   - CapacityFullAbandoned: abandoned claims keep a scope full, and are taken over in it.
 //   - CapacityReclaimExpired: a key claimed again past its TTL takes back its own place: the
@@ -268,7 +270,8 @@
 //     gets the report so far and ctx's error, ctx checked between every two batches.
 //     SweepBatches, SweepCancelled, SweepCancelledMidway, SweepCancelledBetweenBatches.
 //   - Capacity: Capacity counts a scope's keys, the empty scope's too, and reports no bound
-//     only when none is enforced. CapacityCountsClaims, CapacityFull.
+//     (Limit 0, or errors.ErrUnsupported) only when none is enforced. CapacityCountsClaims,
+//     CapacityFull.
 //   - Handles: what one handle does, another on the same storage sees at once, as another
 //     process would. HandlesSeeEachOther, ExactlyOneWinnerTwoHandles, TakeoverFencedAcrossHandles.
 //   - Extend-Owner: only the owner's token extends a claim; another gets ErrNotOwner and

@@ -135,7 +135,8 @@ func checkExtendKeepsClaim(e *env) error {
 	if err != nil {
 		return err
 	}
-	c, counts := e.ix.(idempotency.CapacityReporter)
+	c, err := e.capacity()
+	counts := err == nil
 	for i := range 3 {
 		if err := e.extend(scope, key, tok, time.Duration(i+2)*longLease); err != nil {
 			return err

@@ -63,7 +63,7 @@ func (x *exchange) identify() (string, error) {
 }
 
 // scope returns the key's scope: Options.Scope's, or by the default routes, which
-// read an A2A v0.3 send's /v1 as no tenant, and learn the agent card's HTTP+JSON
+// read another version's prefix (A2A v0.3's /v1) as no tenant, and learn the agent card's HTTP+JSON
 // mounts (once) before they scope the first HTTP+JSON send under a path.
 func (x *exchange) scope() (string, error) {
 	m, s := x.m, x.s
@@ -72,8 +72,8 @@ func (x *exchange) scope() (string, error) {
 	}
 	rest := s.d.framing() == BindingHTTPJSON
 	prefix := s.prefix
-	if rest && s.d.version() == Version03 {
-		prefix = strings.TrimSuffix(prefix, "/v1")
+	if f, ok := s.d.(foreignREST); ok {
+		prefix = strings.TrimSuffix(prefix, f.prefix) // another version's (v0.3's /v1): no tenant
 	}
 	if rest && prefix != "" && !m.routes.learnt() {
 		m.cardOnce.Do(x.learnCard)

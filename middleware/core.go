@@ -245,13 +245,14 @@ func (c core) begin(ctx context.Context, send *Send, scope func() (string, error
 	}
 	// refuse answers f with outcome o, or nothing when the client has gone.
 	refuse := func(o Outcome, f *failure, ext bool, level slog.Level, msg string, extra ...slog.Attr) *Step {
-		send.outcome = outcomeOr(ctx, o)
-		if send.outcome == OutcomeAbandoned {
+		o = outcomeOr(ctx, o)
+		send.outcome.set(o)
+		if o == OutcomeAbandoned {
 			level, msg = slog.LevelInfo, "idempotency: client went away before its keyed send was answered"
 		}
 		c.logSend(ctx, send, level, msg, extra...)
-		c.observeSend(send, send.outcome)
-		if send.outcome == OutcomeAbandoned {
+		c.observeSend(send, o)
+		if o == OutcomeAbandoned {
 			return &Step{Gone: true}
 		}
 		return &Step{Refusal: refusalOf(f, ext)}

@@ -7,7 +7,7 @@ import (
 )
 
 // A dialect is one cell of the grid the middleware serves: a framing (JSON-RPC or
-// HTTP+JSON, the A2A protocol bindings) in one protocol version (v1.0 or v0.3). route
+// HTTP+JSON, the A2A protocol bindings) in one protocol version. route
 // picks the dialect of a request and reads its send; the dialect holds everything
 // else that depends on the wire: how answers and errors are framed, how the core
 // reads a task or subscribes to one through the wrapped handler, and how the answers
@@ -16,8 +16,8 @@ import (
 // Every JSON that crosses the interface is A2A v1.0: a task is a v1.0 Task object and
 // a message a v1.0 Message object, whatever the wire says, because the index stores
 // Message replies as v1.0 JSON and a key claimed in one dialect may be retried in
-// another. A dialect of another version converts at its edges, with the codecs in
-// internal/.
+// another. A dialect of another version converts at its edges: it is written against
+// package internal/seam, whose Dialect mirrors this interface, and adapted in seam.go.
 type dialect interface {
 	// framing is the dialect's protocol binding, in Events and logs.
 	framing() ProtocolBinding
@@ -64,11 +64,11 @@ type send struct {
 	streaming bool
 	// id is the raw JSON-RPC id of the request ("null" when absent); nil elsewhere.
 	id json.RawMessage
-	// prefix is the HTTP+JSON path before /message:send, tenant segment (or v0.3's
-	// /v1) included.
+	// prefix is the HTTP+JSON path before /message:send, tenant segment (or another
+	// version's prefix) included.
 	prefix string
 
-	// tenant is the A2A tenant the request names (none in v0.3).
+	// tenant is the A2A tenant the request names (none in versions without one).
 	tenant     string
 	hasMessage bool
 	messageID  string

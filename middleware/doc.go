@@ -1,7 +1,6 @@
-// Package middleware makes A2A SendMessage and SendStreamingMessage (message/send and
-// message/stream in A2A v0.3) idempotent in front of an existing Go A2A server, such
-// as one built with the official SDK (github.com/a2aproject/a2a-go/v2, or v0.3.x),
-// without changing it.
+// Package middleware makes A2A SendMessage and SendStreamingMessage idempotent in
+// front of an existing Go A2A server, such as one built with the official SDK
+// (github.com/a2aproject/a2a-go/v2), without changing it.
 //
 // [New] returns an ordinary func(http.Handler) http.Handler. Wrap the server's whole
 // mux, or at least its A2A routes and its agent card:
@@ -12,19 +11,12 @@
 //
 // # What it recognises
 //
-// Both bindings of A2A v1.0 and of A2A v0.3, at any mount point, so that one
-// middleware serves a server that speaks both (a2a-go's v1.0 handlers next to its
-// a2acompat/a2av0 ones, or a server built on a2a-go v0.3.x):
+// Both bindings of A2A v1.0, at any mount point:
 //
-//   - HTTP+JSON v1.0: a POST whose path ends in /message:send or /message:stream (a
+//   - HTTP+JSON: a POST whose path ends in /message:send or /message:stream (a
 //     colon sent as %3A too), under any prefix and tenant segment.
-//   - HTTP+JSON v0.3: a POST whose path ends in /v1/message:send or /v1/message:stream
-//     (v0.3's fixed prefix, under any mount) and whose message has a "content" member,
-//     where v0.3 keeps a message's parts. A v1.0 message keeps them in "parts" and has
-//     no content, so a v1.0 server mounted under /v1, or a tenant named v1, keeps its
-//     v1.0 reading.
 //   - JSON-RPC, any other POST whose body is a JSON-RPC 2.0 call of SendMessage or
-//     SendStreamingMessage (v1.0), or of message/send or message/stream (v0.3).
+//     SendStreamingMessage.
 //   - A keyed JSON-RPC call at an HTTP+JSON path is read as JSON-RPC: a JSON-RPC
 //     handler on a catch-all mount (a2a-go's CLI and TCK servers mount it at "/") runs
 //     it there. A body that the two bindings read as two sends, either keyed, is
@@ -50,16 +42,20 @@
 // The middleware reads a send exactly as a2a-go's server of that version will:
 // encoding/json into types with a2a-go's field tags, so keys match
 // case-insensitively, the last of duplicate keys wins, and bytes after the JSON value
-// are ignored where a2a-go ignores them (not by v0.3's HTTP+JSON handler). It never
-// reads a different messageId or key than the server behind it.
+// are ignored where a2a-go ignores them. It never reads a different messageId or key
+// than the server behind it.
+//
+// A2A v0.3's two bindings (message/send and message/stream over JSON-RPC, and
+// …/v1/message:send and …/v1/message:stream over HTTP+JSON, as a2a-go's
+// a2acompat/a2av0 handlers and a2a-go v0.3.x serve them) are recognised and handled
+// by the same rules, with answers in v0.3's shapes and a key claimed in one version
+// retried in the other; internal/v03 says how they are read and answered.
 //
 // # What it does with a keyed send
 //
 // The key is claimed in a scope, by default the tenant the server routes the send by
 // ([TenantRoutes]: params.tenant, the REST path tenant of a2a-go's tenant templates,
-// the body's tenant at an HTTP+JSON mount the agent card lists). A2A v0.3 has no
-// tenant: its sends share the empty tenant's scope with the v1.0 sends that name
-// none, so a retry may come through either version. Within the scope, the key is
+// the body's tenant at an HTTP+JSON mount the agent card lists). Within the scope, the key is
 // held by the message id, and, with Options.Principal, by the caller too (another
 // caller's retry is answered as a key held by another message), and with
 // Options.CheckContent by the message's content.
@@ -81,19 +77,16 @@
 //     Values the client chose (scope, message and task ids) are logged cut to 64
 //     bytes and a digest ([idempotency.LogValue]).
 //   - A retry (same key, same messageId) runs nothing. It gets the first attempt's
-//     Message again (the index holds it as v1.0 JSON; a v0.3 retry gets it converted
-//     as a2a-go's v0.3 handlers convert), or the task as it is now: a GetTask (v0.3:
-//     tasks/get, or GET …/v1/tasks/{id}) sent to the wrapped handler with the retry's
-//     own headers (so the server's authorization applies), or Options.Tasks. The
+//     Message again (the index holds it as v1.0 JSON), or the task as it is now: a
+//     GetTask sent to the wrapped handler with the retry's own headers (so the server's authorization applies), or Options.Tasks. The
 //     answer has the retry's own version and shape, whichever version the first
 //     attempt came in. The task's history is shaped by the retry's
 //     configuration.historyLength as GetTask shapes it: all of it when absent, none for
 //     0, the last n for n. (a2a-go's own SendMessage answer ignores historyLength and
 //     carries the whole history; an absent historyLength, what a2a-go's client sends,
-//     gives exactly that. v0.3's HTTP+JSON cannot send a historyLength of 0: it reads
-//     as absent.) A streaming retry gets the task as its first event and then the
-//     task's live events, through a SubscribeToTask (v0.3: tasks/resubscribe, or GET
-//     …/v1/tasks/{id}:subscribe) sent to the wrapped handler; when the task has
+//     gives exactly that.) A streaming retry gets the task as its first event and
+//     then the task's live events, through a SubscribeToTask sent to the wrapped
+//     handler; when the task has
 //     finished it gets the task alone. A task deleted since gets TaskNotFound; the
 //     agent does not run again. A task not found may also be one not stored yet
 //     (a2a-go stores it at the agent's first event, and the adapter binds the key
@@ -121,8 +114,8 @@
 //     sends are unaffected by either.
 //
 // Every answer to a keyed send the middleware handled carries the response header
-// A2A-Extensions: [idempotency.ExtensionURI] (and, in v0.3, X-A2A-Extensions, v0.3's
-// name for it), except the refusal for an index that cannot honour keys.
+// A2A-Extensions: [idempotency.ExtensionURI] (and, in a version that names it
+// otherwise, that name too), except the refusal for an index that cannot honour keys.
 //
 // # Servers the kit cannot see inside
 //
@@ -167,8 +160,8 @@
 //     nothing: the claim is released, the endpoint (a JSON-RPC path, an HTTP+JSON
 //     prefix) gets sends as they were sent until the server serves a card again
 //     (EarlyBindAlways: for a minute), and the send is claimed again and forwarded as
-//     sent. No client's error turns early bind off. v0.3 sends, streaming sends and
-//     non-blocking sends are forwarded as sent.
+//     sent. No client's error turns early bind off. Streaming sends, non-blocking
+//     sends and sends of other versions are forwarded as sent.
 //   - Requests the middleware makes on behalf of a client (task reads, subscriptions,
 //     probes) route as fresh client requests do, whatever state the router keeps in
 //     the request context (chi's route context, gorilla/mux's variables): when the
@@ -225,6 +218,9 @@
 //	forwarding  Extend refused (ErrNotOwner)                  forwarding  stop extending; log: a retry may win
 //	forwarding  the answer showed what ran (Settle)           settled     the rule of ambiguity, below
 //	settled     bound or released                             settled     stop extending
+//	settled     binding failed (the index is unavailable)     rebinding   bind again in the background, the lease
+//	                                                                      kept, the forward counted live (rebind)
+//	rebinding   bound, fenced out, or ForwardTimeout over     done        stop extending; not live any more
 //	settled     the forward returned (Step.Done)              done        stop extending; not live any more
 //	replaying   reply is the unreplayable marker              refused     "cannot be replayed"
 //	replaying   task found / reply                            done        answer it (stream: attach)
@@ -270,29 +266,24 @@
 //
 // JSON-RPC errors are HTTP 200 with a JSON-RPC error whose id is the request's own,
 // and which is one Server-Sent Event when the request was a streaming send (a2a-go's
-// clients drop a plain body there). In v1.0 its data holds a google.rpc.ErrorInfo in
-// domain a2a-protocol.org; in v0.3 it has no data, because a2a-go's two v0.3 clients
-// (its v1.0 SDK's a2av0 transport and a2a-go v0.3.x's client) read data in shapes
-// that exclude each other (a list, an object), and both type an error by its code.
-// The codes are the same in both versions: -32602 invalid params, -32004 unsupported
+// clients drop a plain body there). Its data holds a google.rpc.ErrorInfo in domain
+// a2a-protocol.org. The codes: -32602 invalid params, -32004 unsupported
 // operation, -32001 task not found, -32603 internal error. Errors with an HTTP status
 // of their own are plain JSON bodies: 503 (code -32000, reason SERVER_ERROR), 429
 // (code -32000, reason RESOURCE_EXHAUSTED), 409 (code -32000, reason SERVER_ERROR),
-// 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors, in both
-// versions, are google.rpc.Status bodies sent as application/json with their HTTP
+// 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors are
+// google.rpc.Status bodies sent as application/json with their HTTP
 // status, on message:stream too: 503 UNAVAILABLE, 409 ABORTED (both reason
 // SERVER_ERROR), 429 RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason
-// INVALID_REQUEST). (a2a-go's v0.3 handler sends its own errors as
-// application/problem+json, which its v0.3 client does not type; the middleware's
-// are typed.) The 503, 429 and 409 bodies repeat the Retry-After delay in the
+// INVALID_REQUEST). The 503, 429 and 409 bodies repeat the Retry-After delay in the
 // ErrorInfo metadata as retryAfterSeconds. An error the server behind answered (to a task
 // read, say) is passed on with its own status, code and message; on HTTP+JSON its
 // body is sent as application/json.
 //
 // # Agent card
 //
-// A GET or HEAD of /.well-known/agent-card.json (or of /.well-known/agent.json,
-// where servers of A2A v0.3 and before also serve it) is answered by the wrapped
+// A GET or HEAD of /.well-known/agent-card.json (or of /.well-known/agent.json, the
+// older path servers still serve) is answered by the wrapped
 // handler; when the index can honour keys and the answer is a 200 JSON card, the
 // middleware inserts {"uri": [idempotency.ExtensionURI], "description": …,
 // "required": false} at the end of capabilities.extensions (creating the member, or
@@ -300,9 +291,8 @@
 // handler wrote it: member order, formatting and unknown members stay, and the
 // entry is indented like its neighbours in a pretty-printed card. Members are found
 // as encoding/json finds them (names case-insensitive, the last duplicate wins), so
-// a Go client reads the entry. Both versions keep extensions there, so a v0.3 card
-// (with its top-level url), or a2av0's card that joins both versions, gets it the
-// same way. A card that already lists the URI is served as it is. A signed card
+// a Go client reads the entry. Cards of older versions keep extensions there too, and
+// get it the same way. A card that already lists the URI is served as it is. A signed card
 // (non-empty "signatures") that does not list it is served unchanged, since
 // inserting would break the signature, and the middleware logs a warning once:
 // declare the extension before signing.
@@ -338,8 +328,9 @@
 //   - send: a SendMessage or SendStreamingMessage as the server behind reads it;
 //     keyed when its message names the key. [Send] is the engine's record of one.
 //   - dialect: one cell of the grid framing × version: JSON-RPC or HTTP+JSON (the A2A
-//     protocol bindings, [ProtocolBinding]) in A2A v1.0 or v0.3 ([ProtocolVersion]).
-//     route picks it; nothing else asks.
+//     protocol bindings, [ProtocolBinding]) in one A2A version ([ProtocolVersion]).
+//     route picks it; nothing else asks. Other versions' dialects are written against
+//     package internal/seam and registered in route.go.
 //   - engine: [Sends], the lifecycle above, for every binding; core is its state. It
 //     takes a context and a claim key, never an *http.Request.
 //   - step: what Begin decided ([Step]): a refusal, a forward, a replay, or gone.
@@ -379,12 +370,11 @@
 //	notify.go          waking the retries of this process
 //	card.go            the agent card
 //	jsonrpc.go         JSON-RPC framing, and its v1.0 dialect
-//	jsonrpc03.go       JSON-RPC v0.3
 //	rest.go            HTTP+JSON framing, and its v1.0 dialect
-//	rest03.go          HTTP+JSON v0.3
 //	wire.go, sse.go    what the dialects share: errors, responses, events
 //	reader.go          the request fields a send is read into
+//	seam.go            other versions' dialects, adapted to the engine
+//	internal/seam      the interface another version's dialect implements
+//	internal/v03       the one such today, with its codecs kindjson and pbjson
 //	internal/v1json    A2A v1.0 objects, for the codecs
-//	internal/kindjson  the codec of JSON-RPC v0.3's objects ("kind")
-//	internal/pbjson    the codec of HTTP+JSON v0.3's proto JSON objects
 package middleware

@@ -67,8 +67,8 @@ type Send struct {
 	// [Event]; Begin makes one up when it is empty.
 	RequestID string
 
-	k       claimKey // set by Begin
-	outcome Outcome  // once decided; every later log line names it
+	k       claimKey    // set by Begin
+	outcome sendOutcome // once decided; every later log line names it
 	boundBy BoundBy
 	t       timing
 }
@@ -176,7 +176,7 @@ func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, err
 	st := c.begin(ctx, send, scope, s.m.honours)
 	if st.claim != nil {
 		st.live = c.live.add(send.k.waitKey())
-		st.keep = c.keepLease(send, st.claim)
+		st.keep = c.keepLease(send, st.claim, renewEvery(c.lease))
 		st.Forward = withClaimedSend(ctx, st.claim)
 	}
 	return st
@@ -227,7 +227,7 @@ func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(
 		return c.taskSourceFailure(ctx, send, step.Record.TaskID, read(ctx, step.Record.TaskID))
 	}, runs)
 	if f != nil {
-		send.outcome = outcomeOr(ctx, failureOutcome(f))
+		send.outcome.set(outcomeOr(ctx, failureOutcome(f)))
 	}
 	return reply, refusalOf(f, true)
 }
@@ -238,8 +238,8 @@ func (s *Sends) ReadTask(ctx context.Context, send *Send, step *Step, read func(
 // instead, and [OutcomeAbandoned] when ctx had ended by then. The Sends reports every
 // other outcome itself.
 func (s *Sends) Observe(send *Send, o Outcome) {
-	if send.outcome != "" {
-		o = send.outcome
+	if decided := send.outcome.get(); decided != "" {
+		o = decided
 	}
 	s.m.core.observeSend(send, o)
 }

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -34,11 +35,12 @@ type leaseKeeper struct {
 	stopped bool
 }
 
-// keepLease starts extending the lease of cs, the claim of send, and returns its
-// keeper. An extension that fails (the index is unavailable) is tried again after a
-// tenth of the lease; one refused with ErrNotOwner (the lease ended before it, and a
-// retry elsewhere may have taken the claim over) ends the keeping, and is logged.
-func (c core) keepLease(send *Send, cs *ClaimedSend) *leaseKeeper {
+// keepLease starts extending the lease of cs, the claim of send, first after the
+// delay first, and returns its keeper. An extension that fails (the index is
+// unavailable) is tried again after a tenth of the lease; one refused with
+// ErrNotOwner (the lease ended before it, and a retry elsewhere may have taken the
+// claim over) ends the keeping, and is logged.
+func (c core) keepLease(send *Send, cs *ClaimedSend, first time.Duration) *leaseKeeper {
 	lk := &leaseKeeper{}
 	var extend func()
 	extend = func() {
@@ -66,8 +68,56 @@ func (c core) keepLease(send *Send, cs *ClaimedSend) *leaseKeeper {
 		}
 		lk.schedule(next, extend)
 	}
-	lk.schedule(renewEvery(c.lease), extend)
+	lk.schedule(first, extend)
 	return lk
+}
+
+// rebind binds cs, the claim of send, to b in the background, after binding it
+// failed for want of the index: the forward produced b, so its key must not be left
+// to its lease, whose end would let a retry run the send again although this process
+// knows what it produced. Until the key is bound, fenced out (ErrNotOwner: the
+// lease ended and a retry may have taken the claim over) or ForwardTimeout has
+// passed, the rebind keeps the lease extended (the first extension at once, since
+// the forward's keeper stops) and counts the forward as alive in this process, so
+// that retries here wait instead of taking the claim over. It tries again after
+// growing delays, from a tenth of the lease (at most 100 ms) up to a third of it (at
+// most 5 s).
+func (c core) rebind(send *Send, cs *ClaimedSend, b idempotency.Binding) {
+	leave := c.live.add(send.k.waitKey())
+	keep := c.keepLease(send, cs, 0)
+	go func() {
+		defer leave()
+		defer keep.stop()
+		defer c.recoverTo(send, "binding a key again")
+		deadline := time.Now().Add(c.forwardTimeout)
+		wait := max(min(c.lease/10, 100*time.Millisecond), time.Millisecond)
+		for tries := 1; ; tries++ {
+			time.Sleep(min(wait, max(time.Until(deadline), 0)))
+			err := cs.bind(context.Background(), b, false)
+			switch {
+			case err == nil:
+				c.logSend(context.Background(), send, slog.LevelInfo, "idempotency: key bound once the index answered again",
+					slog.Int("tries", tries))
+				return
+			case errors.Is(err, idempotency.ErrAlreadyBound):
+				return // bound meanwhile, to another value: that binding stands
+			case !bytes.Equal(b.Reply, unreplayableReply) &&
+				(errors.Is(err, idempotency.ErrInvalidArgument) || errors.Is(err, idempotency.ErrFull)):
+				// The index answers again, and refuses to store b: the marker, as settle binds.
+				b = idempotency.Binding{Reply: unreplayableReply}
+				continue
+			case errors.Is(err, idempotency.ErrNotOwner):
+				c.logSend(context.Background(), send, slog.LevelError, "idempotency: could not bind the key before its lease "+
+					"ended; a retry may have taken the claim over (raise Lease or IndexTimeout)", slog.Any("error", err))
+				return
+			case !time.Now().Before(deadline):
+				c.logSend(context.Background(), send, slog.LevelError, "idempotency: could not bind the key within "+
+					"ForwardTimeout; it stays pending until its lease ends", slog.Int("tries", tries), slog.Any("error", err))
+				return
+			}
+			wait = min(2*wait, c.lease/3, 5*time.Second)
+		}
+	}()
 }
 
 func (lk *leaseKeeper) schedule(d time.Duration, f func()) {

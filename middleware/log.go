@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/a2akit/idempotency"
 )
@@ -43,10 +44,26 @@ func failureOutcome(f *failure) Outcome {
 	return OutcomeFailed // the server's own error, passed on
 }
 
+// sendOutcome is a send's outcome once decided. The request's goroutine decides it
+// while the engine's own goroutines (the lease keeper, the rebind, the probe) may
+// log the send, so it is read and written atomically.
+type sendOutcome struct{ p atomic.Pointer[Outcome] }
+
+// set records o.
+func (so *sendOutcome) set(o Outcome) { so.p.Store(&o) }
+
+// get returns the outcome, or "" before it is decided.
+func (so *sendOutcome) get() Outcome {
+	if p := so.p.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // observeSend reports send, with outcome o, to Options.Observe, and logs it at
 // debug level.
 func (c core) observeSend(send *Send, o Outcome) {
-	send.outcome = o
+	send.outcome.set(o)
 	c.logSend(context.Background(), send, slog.LevelDebug, "idempotency: keyed send done", slog.String("bound_by", string(send.boundBy)),
 		slog.Duration("index_time", send.t.index), slog.Duration("wait_time", send.t.wait), slog.Duration("replay_time", send.t.replay))
 	if c.observe != nil {
@@ -70,8 +87,8 @@ func (c core) logSend(ctx context.Context, send *Send, level slog.Level, msg str
 		slog.String("version", string(send.Version)),
 		slog.Bool("streaming", send.Streaming),
 		slog.String("scope", idempotency.LogValue(send.k.scope)))
-	if send.outcome != "" {
-		attrs = append(attrs, slog.String("outcome", string(send.outcome)))
+	if o := send.outcome.get(); o != "" {
+		attrs = append(attrs, slog.String("outcome", string(o)))
 	}
 	c.log.LogAttrs(ctx, level, msg, append(attrs, extra...)...)
 }

@@ -98,7 +98,9 @@ type Options struct {
 	// key stays pending until its lease ends. Default [DefaultForwardTimeout]. While such a forward
 	// runs unbound, the middleware renews its lease and this process's retries never
 	// take it over (see the package documentation, "Servers the kit cannot see
-	// inside").
+	// inside"). It also bounds how long the engine binds a key again in the
+	// background after binding it to what its send produced failed (the index was
+	// unavailable), the lease renewed meanwhile.
 	ForwardTimeout time.Duration
 
 	// EarlyBind says whether a keyed blocking SendMessage is forwarded as a

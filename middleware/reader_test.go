@@ -235,7 +235,7 @@ func check(t *testing.T, body []byte) {
 	}
 	fastPath("JSON-RPC", want, wantOK)
 	if want, wantOK, known := a2av0JSONRPCSend(t, body); known {
-		s, ok := readAlone(jsonrpc03{}, body)
+		s, ok := readAlone(jsonrpc03(), body)
 		if d := agree(s, ok, want, wantOK); d != "" {
 			t.Fatalf("v0.3 JSON-RPC body %q: %s", body, d)
 		}
@@ -259,10 +259,10 @@ func check(t *testing.T, body []byte) {
 		{jsonrpcReq, "v0.3 JSON-RPC", func(b []byte) (*a2a.SendMessageRequest, bool) {
 			req, ok, _ := a2av0JSONRPCSend(t, b)
 			return req, ok
-		}, jsonrpc03{}},
+		}, jsonrpc03()},
 		{restReq, "v1.0 HTTP+JSON", a2aRESTSend, rest10{}},
 		{rest03Req, "v1.0 HTTP+JSON under /v1", a2aRESTSend, rest10{}},
-		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03{}},
+		{rest03Req, "v0.3 HTTP+JSON", a2av0RESTSend, rest03()},
 	} {
 		want, ok := tc.decode(body)
 		if !ok || !runs(want) {
@@ -400,6 +400,18 @@ func (a *seenAgent) last() *a2a.Message {
 	m := a.seen[len(a.seen)-1]
 	a.seen = nil
 	return m
+}
+
+// readFixture decodes the JSON fixture testdata/name into v.
+func readFixture(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("testdata/%s: %v", name, err)
+	}
 }
 
 // server03Runs reads testdata/server03-runs.json: the message a2a-go's v0.3

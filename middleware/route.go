@@ -6,20 +6,20 @@ import (
 	"strings"
 
 	"github.com/a2akit/idempotency/middleware/internal/member"
+	"github.com/a2akit/idempotency/middleware/internal/seam"
+	"github.com/a2akit/idempotency/middleware/internal/v03"
 )
 
 // The dialects the middleware serves are a grid, framing × version:
 //
-//	            v1.0        v0.3
-//	JSON-RPC    jsonrpc10   jsonrpc03    (jsonrpc.go, jsonrpc03.go)
-//	HTTP+JSON   rest10      rest03       (rest.go, rest03.go)
+//	            v1.0                      other versions (internal/v03: v0.3)
+//	JSON-RPC    jsonrpc10 (jsonrpc.go)    foreignRPC, behind package seam (seam.go)
+//	HTTP+JSON   rest10 (rest.go)          foreignREST
 //
 // route is the one place that decides which cell a request belongs to.
 var (
 	_ rpcDialect = jsonrpc10{}
-	_ rpcDialect = jsonrpc03{}
 	_ dialect    = rest10{}
-	_ dialect    = rest03{}
 )
 
 // rpcDialect is a JSON-RPC dialect: it reads the params of its send calls.
@@ -37,21 +37,36 @@ type rpcSend struct {
 	streaming bool
 }
 
-// rpcSends are the JSON-RPC methods that send a message, in both versions.
+// rpcSends are the JSON-RPC methods that send a message, in every version.
 var rpcSends = map[string]rpcSend{
 	methodSendMessage:          {jsonrpc10{}, false},
 	methodSendStreamingMessage: {jsonrpc10{}, true},
-	method03Send:               {jsonrpc03{}, false},
-	method03Stream:             {jsonrpc03{}, true},
+}
+
+// restOthers are the HTTP+JSON dialects of other versions, tried before v1.0's on a
+// prefix that ends in theirs.
+var restOthers []foreignREST
+
+// The dialects of other versions register here, behind package seam.
+func init() { register(v03.Dialects(seamEngine{})) }
+
+// register adds a version's JSON-RPC dialect rpc and HTTP+JSON dialect rest to the
+// grid.
+func register(rpc seam.RPC, rest seam.REST) {
+	d := foreignRPC{foreign{rpc, BindingJSONRPC}, rpc}
+	send, stream := rpc.Methods()
+	rpcSends[send] = rpcSend{d, false}
+	rpcSends[stream] = rpcSend{d, true}
+	restOthers = append(restOthers, foreignREST{foreign{rest, BindingHTTPJSON}, rest, rest.Prefix()})
 }
 
 // route reads the POST r, whose body is body, as the server behind will, and returns
 // the send it is, or nil when it is none (another method, a body that does not
 // decode):
 //
-//   - a path ending in /message:send or /message:stream is HTTP+JSON: v0.3's when
-//     the prefix ends in /v1 and the message has a "content" member (see rest03),
-//     else v1.0's;
+//   - a path ending in /message:send or /message:stream is HTTP+JSON: another
+//     version's when the prefix ends in its prefix and it reads the body as its send
+//     (v0.3's: /v1, and a message with a "content" member), else v1.0's;
 //   - any other path is JSON-RPC, and the method names the version.
 //
 // A JSON-RPC handler may be mounted on a catch-all path (a2a-go's CLI and TCK servers
@@ -89,9 +104,11 @@ func route(r *http.Request, body []byte) *send {
 // readREST reads body as an HTTP+JSON send to the path prefix, in the version the
 // path and body name, or returns nil.
 func readREST(prefix string, streaming bool, body []byte) *send {
-	if strings.HasSuffix(prefix, restPrefix03) {
-		if s, ok := (rest03{}).readSend(prefix, streaming, body); ok {
-			return s
+	for _, d := range restOthers {
+		if strings.HasSuffix(prefix, d.prefix) {
+			if s, ok := d.readSend(prefix, streaming, body); ok {
+				return s
+			}
 		}
 	}
 	s, _ := rest10{}.readSend(prefix, streaming, body)
@@ -120,11 +137,13 @@ func readRPC(body []byte) *send {
 // large, broken): the one route would pick from the path alone.
 func framingOf(r *http.Request) dialect {
 	prefix, _, isREST := restSend(r)
-	switch {
-	case !isREST:
+	if !isREST {
 		return jsonrpc10{}
-	case strings.HasSuffix(prefix, restPrefix03):
-		return rest03{}
+	}
+	for _, d := range restOthers {
+		if strings.HasSuffix(prefix, d.prefix) {
+			return d
+		}
 	}
 	return rest10{}
 }

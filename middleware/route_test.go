@@ -7,6 +7,10 @@ import (
 
 // route picks one cell of the dialect grid for every request, from its path and its
 // body, whatever order the dialects are declared in.
+// jsonrpc03 and rest03 return A2A v0.3's dialects (internal/v03), as registered.
+func jsonrpc03() rpcDialect { return rpcSends["message/send"].d }
+func rest03() dialect       { return restOthers[0] }
+
 func TestRoute(t *testing.T) {
 	const (
 		key     = `"metadata":{"a2a-rust.com/idempotency-key":"0123456789abcdef"}`
@@ -24,15 +28,15 @@ func TestRoute(t *testing.T) {
 	}{
 		{"v1.0 JSON-RPC send", "/", rpc("SendMessage", v1Msg), jsonrpc10{}, false},
 		{"v1.0 JSON-RPC stream at any path", "/x/y", rpc("SendStreamingMessage", v1Msg), jsonrpc10{}, true},
-		{"v0.3 JSON-RPC send", "/jsonrpc", rpc("message/send", v03Msg), jsonrpc03{}, false},
-		{"v0.3 JSON-RPC stream", "/", rpc("message/stream", v03Msg), jsonrpc03{}, true},
+		{"v0.3 JSON-RPC send", "/jsonrpc", rpc("message/send", v03Msg), jsonrpc03(), false},
+		{"v0.3 JSON-RPC stream", "/", rpc("message/stream", v03Msg), jsonrpc03(), true},
 		{"another JSON-RPC method", "/", rpc("GetTask", v1Msg), nil, false},
 		{"a JSON-RPC call with params that do not decode", "/", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":5}`, nil, false},
 		{"a JSON-RPC call of version 1.0", "/", `{"jsonrpc":"1.0","id":1,"method":"SendMessage","params":{}}`, nil, false},
 		{"v1.0 HTTP+JSON send", "/message:send", `{"message":` + v1Msg + `}`, rest10{}, false},
 		{"v1.0 HTTP+JSON stream under a tenant", "/t/acme/message:stream", `{"message":` + v1Msg + `}`, rest10{}, true},
-		{"v0.3 HTTP+JSON send", "/v1/message:send", `{"message":` + protoMs + `}`, rest03{}, false},
-		{"v0.3 HTTP+JSON stream under a mount", "/api/v1/message:stream", `{"message":` + protoMs + `}`, rest03{}, true},
+		{"v0.3 HTTP+JSON send", "/v1/message:send", `{"message":` + protoMs + `}`, rest03(), false},
+		{"v0.3 HTTP+JSON stream under a mount", "/api/v1/message:stream", `{"message":` + protoMs + `}`, rest03(), true},
 		{"v1.0 HTTP+JSON under /v1 (no content)", "/v1/message:send", `{"message":` + v1Msg + `}`, rest10{}, false},
 		{"v1.0 HTTP+JSON with content outside /v1", "/message:send", `{"message":` + protoMs + `}`, rest10{}, false},
 		{"an HTTP+JSON body that does not decode", "/message:send", `[1]`, nil, false},
@@ -86,8 +90,8 @@ func TestFramingOf(t *testing.T) {
 		"/jsonrpc":               jsonrpc10{},
 		"/message:send":          rest10{},
 		"/t/acme/message:send":   rest10{},
-		"/v1/message:stream":     rest03{},
-		"/api/v1/message:send":   rest03{},
+		"/v1/message:stream":     rest03(),
+		"/api/v1/message:send":   rest03(),
 		"/v1/tasks/t1:subscribe": jsonrpc10{},
 	} {
 		if got := framingOf(httptest.NewRequest("POST", path, nil)); got != want {

@@ -75,9 +75,12 @@ func (c core) settle(ctx context.Context, send *Send, step *Step, p Produced) (O
 		p = Produced{Refused: true}
 		notBound = c.notBoundBehind(ctx, send)
 	}
-	o := c.settleKey(ctx, send, cs, p)
-	if _, bound := cs.state(); bound || o == OutcomeReleased || notBound != nil {
-		step.keep.stop()
+	o, again := c.settleKey(ctx, send, cs, p)
+	if again != nil {
+		c.rebind(send, cs, *again)
+	}
+	if _, bound := cs.state(); bound || again != nil || o == OutcomeReleased || notBound != nil {
+		step.keep.stop() // (a rebind keeps the lease itself)
 	}
 	var bindTime time.Duration
 	send.boundBy, bindTime = cs.report()
@@ -88,14 +91,16 @@ func (c core) settle(ctx context.Context, send *Send, step *Step, p Produced) (O
 // settleKey is settle's work on the key, and returns what the client got: nothing
 // when it had gone by then (abandoned); else a result (of a stream: its first event)
 // or an answer it could not read (claimed), or the server's own error, with the key
-// released (released) or not (failed).
-func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, p Produced) Outcome {
+// released (released) or not (failed). It also returns the binding to make again
+// when binding failed for want of the index, or nil.
+func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, p Produced) (Outcome, *idempotency.Binding) {
 	gone := ctx.Err() != nil
 	_, bound := cs.state()
 	got := OutcomeClaimed
+	var again *idempotency.Binding
 	switch ruleOf(p) {
 	case bindTask:
-		c.bindProduced(ctx, send, cs, idempotency.Binding{TaskID: p.TaskID})
+		again = c.bindProduced(ctx, send, cs, idempotency.Binding{TaskID: p.TaskID})
 	case bindReply:
 		prev, ok := cs.Bound()
 		if ok && len(prev.Reply) > 0 {
@@ -103,10 +108,10 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, p Prod
 			// own Message): that record stands, whatever bytes the wire carried.
 			break
 		}
-		c.bindProduced(ctx, send, cs, idempotency.Binding{Reply: p.Reply, TaskID: prev.TaskID})
+		again = c.bindProduced(ctx, send, cs, idempotency.Binding{Reply: p.Reply, TaskID: prev.TaskID})
 	case bindMarker:
 		if prev, ok := cs.Bound(); !ok || len(prev.Reply) == 0 {
-			c.bindMarker(ctx, send, cs, prev.TaskID, "the answer is past the bounds the kit reads or the index stores")
+			again = c.bindMarker(ctx, send, cs, prev.TaskID, "the answer is past the bounds the kit reads or the index stores")
 		}
 	case release:
 		switch {
@@ -141,43 +146,63 @@ func (c core) settleKey(ctx context.Context, send *Send, cs *ClaimedSend, p Prod
 	if gone {
 		// The client left before the answer came (a forward goes on without it
 		// until the key is bound): it got nothing.
-		return OutcomeAbandoned
+		return OutcomeAbandoned, again
 	}
-	return got
+	return got, again
 }
 
 // bindProduced binds the key to b. A value the index refuses to store (past its
 // bounds, or past its memory) binds the unreplayable marker instead, so that the key
-// never waits for its lease to end and a retry never runs the agent again.
-func (c core) bindProduced(ctx context.Context, send *Send, cs *ClaimedSend, b idempotency.Binding) {
+// never waits for its lease to end and a retry never runs the agent again. It
+// returns the binding to make again when the index failed (unavailable), or nil.
+func (c core) bindProduced(ctx context.Context, send *Send, cs *ClaimedSend, b idempotency.Binding) *idempotency.Binding {
 	if err := idempotency.CheckLengths("", "", b); err != nil {
-		c.bindMarker(ctx, send, cs, "", err.Error())
-		return
+		return c.bindMarker(ctx, send, cs, "", err.Error())
 	}
 	// Detached as the core's index calls after the forward are; the claim bounds the
 	// index call by IndexTimeout itself, and makes none when b is bound already.
 	err := cs.bind(context.WithoutCancel(ctx), b, false)
 	switch {
 	case err == nil:
+		return nil
 	case errors.Is(err, idempotency.ErrInvalidArgument), errors.Is(err, idempotency.ErrFull):
-		c.bindMarker(ctx, send, cs, "", err.Error())
-	default:
-		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to what the send produced; "+
-			"retries wait for the lease to end", slog.String("task_id", idempotency.LogValue(b.TaskID)), slog.Any("error", err))
+		return c.bindMarker(ctx, send, cs, "", err.Error())
 	}
+	return c.bindFailed(ctx, send, b, err)
 }
 
 // bindMarker binds the key to the unreplayable marker (with taskID, when the code
-// behind bound one), and logs why.
-func (c core) bindMarker(ctx context.Context, send *Send, cs *ClaimedSend, taskID, why string) {
-	err := cs.bind(context.WithoutCancel(ctx), idempotency.Binding{TaskID: taskID, Reply: unreplayableReply}, false)
-	if err != nil {
-		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to the unreplayable marker; "+
-			"retries wait for the lease to end", slog.String("because", why), slog.Any("error", err))
-		return
+// behind bound one), and logs why. It returns the marker's binding to make again
+// when the index failed, or nil.
+func (c core) bindMarker(ctx context.Context, send *Send, cs *ClaimedSend, taskID, why string) *idempotency.Binding {
+	b := idempotency.Binding{TaskID: taskID, Reply: unreplayableReply}
+	if err := cs.bind(context.WithoutCancel(ctx), b, false); err != nil {
+		return c.bindFailed(ctx, send, b, err)
 	}
 	c.logSend(ctx, send, slog.LevelWarn, "idempotency: what a keyed send produced cannot be kept for its retries; "+
 		"its key is bound to a marker, and retries are told it cannot be replayed", slog.String("because", why))
+	return nil
+}
+
+// bindFailed logs a bind of b that failed with err, and returns b when binding it
+// again may succeed: unless the key is bound already (to another value) or the claim
+// was taken over (fenced out), a rebind goes on in the background.
+func (c core) bindFailed(ctx context.Context, send *Send, b idempotency.Binding, err error) *idempotency.Binding {
+	if errors.Is(err, idempotency.ErrAlreadyBound) {
+		c.logSend(ctx, send, slog.LevelWarn, "idempotency: the key was bound already, to another value than what "+
+			"the send's answer showed; that binding stands", slog.String("task_id", idempotency.LogValue(b.TaskID)))
+		return nil
+	}
+	if errors.Is(err, idempotency.ErrNotOwner) {
+		c.logSend(ctx, send, slog.LevelError, "idempotency: could not bind the key to what the send produced: its lease "+
+			"ended and a retry may have taken the claim over (raise Lease or IndexTimeout)",
+			slog.String("task_id", idempotency.LogValue(b.TaskID)), slog.Any("error", err))
+		return nil
+	}
+	c.logSend(ctx, send, slog.LevelWarn, "idempotency: could not bind the key to what the send produced; binding "+
+		"it again in the background, its lease kept meanwhile", slog.String("task_id", idempotency.LogValue(b.TaskID)),
+		slog.Any("error", err))
+	return &b
 }
 
 // releaseProduced releases the key of a send the server refused, and reports

@@ -21,7 +21,9 @@ import (
 )
 
 // BenchmarkClaims measures claims of distinct keys at 1, 8 and 32 concurrent
-// goroutines, against a baseline in the same run: one SET key value NX PX lease per
+// goroutines, on a Store without a per-scope bound (NoBound, the default: one SET NX
+// GET per claim) and with one (Bound: a script that counts the key, the bound never
+// reached), against a baseline in the same run: one SET key value NX PX lease per
 // claim, the least a Redis claim can be. Both run on the same client (a pool of as
 // many connections as goroutines), in ten alternating rounds of b.N/10 operations
 // each. It reports claims/s, baseline SETs/s and their ratio (SPEC §5 asks for at
@@ -34,6 +36,16 @@ import (
 //	IDEMPOTENCY_REDIS_URL=redis://127.0.0.1:6379/0 go test -run='^$' -bench=Claims -benchtime=20000x ./redisstore
 func BenchmarkClaims(b *testing.B) {
 	url := redistest.URL(b)
+	for _, bound := range []int{0, 1 << 30} {
+		name := "NoBound"
+		if bound > 0 {
+			name = "Bound"
+		}
+		b.Run(name, func(b *testing.B) { benchClaims(b, url, bound) })
+	}
+}
+
+func benchClaims(b *testing.B, url string, bound int) {
 	for _, conc := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("goroutines=%d", conc), func(b *testing.B) {
 			o, err := redis.ParseURL(url)
@@ -44,7 +56,7 @@ func BenchmarkClaims(b *testing.B) {
 			rdb := redis.NewClient(o)
 			defer rdb.Close()
 			prefix := redistest.Prefix(b, url)
-			store, err := redisstore.New(rdb, redisstore.Options{Prefix: prefix, MaxKeysPerScope: -1})
+			store, err := redisstore.New(rdb, redisstore.Options{Prefix: prefix, MaxKeysPerScope: bound})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -113,16 +125,28 @@ func BenchmarkClaims(b *testing.B) {
 }
 
 // BenchmarkHeldKeyMemory binds 10,000 keys of the usual size (32-character keys,
-// UUID message and task ids, the empty scope) and reports what Redis takes for each:
-// MEMORY USAGE of one key's hash, the scope's sorted set divided by the keys it
-// counts, and the growth of used_memory divided by the keys (which includes the
-// server's dictionary entries and expiry records).
+// UUID message and task ids, the empty scope), on a Store without a bound and on one
+// with a bound (which counts its keys), and reports what Redis takes for each: MEMORY
+// USAGE of one key's record, the scope's sorted set divided by the keys it counts
+// (none without a bound), and the growth of used_memory divided by the keys (which
+// includes the server's dictionary entries and expiry records). A pending key is
+// measured too: its record, before the bind, is the relative one of the claim's SET.
 //
 //	IDEMPOTENCY_REDIS_URL=redis://127.0.0.1:6379/0 go test -run='^$' -bench=HeldKeyMemory -benchtime=1x ./redisstore
 func BenchmarkHeldKeyMemory(b *testing.B) {
 	url := redistest.URL(b)
+	for _, bound := range []int{0, 100_000} {
+		name := "NoBound"
+		if bound > 0 {
+			name = "Bound"
+		}
+		b.Run(name, func(b *testing.B) { benchHeldKeyMemory(b, url, bound) })
+	}
+}
+
+func benchHeldKeyMemory(b *testing.B, url string, bound int) {
 	rdb := redistest.Client(b, url)
-	store, err := redisstore.New(rdb, redisstore.Options{Prefix: redistest.Prefix(b, url)})
+	store, err := redisstore.New(rdb, redisstore.Options{Prefix: redistest.Prefix(b, url), MaxKeysPerScope: bound})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,19 +169,30 @@ func BenchmarkHeldKeyMemory(b *testing.B) {
 		}
 		after := usedMemory(b, rdb)
 		set := store.Prefix() + "{s}"
-		hash, err := rdb.MemoryUsage(ctx, set+keys[n/2], 0).Result()
+		record, err := rdb.MemoryUsage(ctx, set+keys[n/2], 0).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
-		zset, err := rdb.MemoryUsage(ctx, set, 0).Result()
+		var zset int64
+		if bound > 0 {
+			if zset, err = rdb.MemoryUsage(ctx, set, 0).Result(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pendingKey := rand.Text()[:26] + "pendin"
+		if _, err := store.Claim(ctx, "", pendingKey, uuid(), time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		pending, err := rdb.MemoryUsage(ctx, set+pendingKey, 0).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(hash), "hash-bytes/key")
+		b.ReportMetric(float64(record), "record-bytes/key")
+		b.ReportMetric(float64(pending), "pending-record-bytes")
 		b.ReportMetric(float64(zset)/n, "count-bytes/key")
 		b.ReportMetric(float64(after-before)/n, "used-memory-bytes/key")
 		b.StopTimer()
-		rdb.Del(ctx, set)
+		rdb.Del(ctx, set, set+pendingKey)
 		for _, k := range keys {
 			rdb.Del(ctx, set+k)
 		}

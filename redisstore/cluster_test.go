@@ -23,25 +23,29 @@ import (
 // suite passing there shows that every script's keys share a slot.
 func TestClusterConformance(t *testing.T) {
 	addr := clusterNode(t)
-	conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		opts := redisstore.Options{Prefix: "c" + randomHex() + ":", MaxKeysPerScope: 200, Now: clock.Now, TTL: conformanceTTL}
-		open := func() (*redisstore.Store, error) {
-			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { rdb.Close() })
-			return redisstore.New(rdb, opts)
-		}
-		ix, err := open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return conformance.Harness{
-			Index:      ix,
-			Advance:    clock.Advance,
-			TTL:        conformanceTTL,
-			OpenHandle: func() (idempotency.KeyIndex, error) { return open() },
-		}
-	})
+	for _, b := range bounds {
+		t.Run(b.name, func(t *testing.T) {
+			conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				opts := redisstore.Options{Prefix: "c" + randomHex() + ":", MaxKeysPerScope: b.limit, Now: clock.Now, TTL: conformanceTTL}
+				open := func() (*redisstore.Store, error) {
+					rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+					t.Cleanup(func() { rdb.Close() })
+					return redisstore.New(rdb, opts)
+				}
+				ix, err := open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return conformance.Harness{
+					Index:      ix,
+					Advance:    clock.Advance,
+					TTL:        conformanceTTL,
+					OpenHandle: func() (idempotency.KeyIndex, error) { return open() },
+				}
+			})
+		})
+	}
 }
 
 // clusterNode starts a redis-server in cluster mode on a free loopback port, gives it

@@ -1,8 +1,8 @@
 // Package redisstore is an [idempotency.KeyIndex] on Redis or Valkey, through
 // github.com/redis/go-redis/v9. Several processes (replicas of one server, or
-// sidecars) may share one server: every operation is one Lua script that the server
-// runs atomically, so concurrent claims of one key resolve to exactly one winner
-// across every process, without locks held between round trips.
+// sidecars) may share one server: every operation is one command or one Lua script
+// that the server runs atomically, so concurrent claims of one key resolve to exactly
+// one winner across every process, without locks held between round trips.
 //
 // It is a module of its own, so that users of the other packages of the kit inherit no
 // Redis client. Create a [Store] on any [redis.UniversalClient] (one node, Sentinel or
@@ -13,39 +13,53 @@
 //
 //	store, err := redisstore.OpenURL(ctx, "rediss://:secret@cache:6380/0", redisstore.Options{})
 //
-// It needs Redis 7.0 or Valkey 7.2, or later (the scripts declare their flags).
+// It needs Redis 7.0 or Valkey 7.2, or later (SET NX GET, PEXPIRETIME, script flags).
 //
 // # Keys in Redis
 //
 // Each idempotency key is one string, named prefix + "{s" + hex(scope) + "}" + key,
 // that packs (MessagePack) its message id, fencing token, claim time, lease end, end of
-// its time to live, and task id and reply once bound. Each scope has one sorted set,
-// named prefix + "{s" + hex(scope) + "}", of its keys scored by the end of their time
-// to live: the per-scope count, kept exactly by the scripts that claim and release.
-// The hash tag puts a scope's keys and its count in one hash slot, so that one script
-// may touch both on Redis Cluster: a Cluster spreads scopes (tenants) over its nodes,
-// not the keys of one scope. The names are unambiguous (hex has no braces, keys have
-// none, the prefix may have none), so no two (scope, key) pairs meet.
+// its time to live, and task id and reply once bound. A store with a per-scope bound
+// ([Options.MaxKeysPerScope]) also keeps, for each scope, one sorted set named
+// prefix + "{s" + hex(scope) + "}", of its keys scored by the end of their time to
+// live: the per-scope count, kept exactly by the scripts that claim and release. The
+// hash tag puts a scope's keys and its count in one hash slot, so that one script may
+// touch both on Redis Cluster: a Cluster spreads scopes (tenants) over its nodes, not
+// the keys of one scope. The names are unambiguous (hex has no braces, keys have none,
+// the prefix may have none), so no two (scope, key) pairs meet.
 //
 // # Round trips
 //
-// Claim, Bind, Release, Extend, Lookup and Capacity each send one script by EVALSHA
-// (one round trip); when the server does not know the script yet (first use after a
-// restart, a failover or SCRIPT FLUSH) it answers NOSCRIPT and the store sends it once
-// by EVAL, which loads it. A keyed first send costs two round trips: the claim and the
-// bind. Fencing tokens are 63 random bits from crypto/rand, as in sqlstore. A script
-// that was sent again by the client after a lost answer (go-redis retries on network
-// errors) recognises its own token and reports the claim it made.
+// On a store without a per-scope bound (the default), a claim is one command,
+// SET name record PX ttl NX GET: it writes the claim when the key is absent, and
+// otherwise answers the record held, from which the store tells a key held by another
+// message, or bound for this one, without more. Only a retry of a claim still pending
+// (in flight, or abandoned: a takeover once its lease has ended) sends a second round
+// trip, a script that judges the lease on the server's clock. With a bound, every
+// claim is one script, which counts the key in its scope. Bind, Release, Extend and
+// Lookup each send one script by EVALSHA, and Capacity one with a bound (none
+// without). When the server does not know a script yet (first use after a restart, a
+// failover or SCRIPT FLUSH) it answers NOSCRIPT and the store sends it once by EVAL,
+// which loads it. A keyed first send costs two round trips: the claim and the bind.
+// Fencing tokens are 63 random bits from crypto/rand, as in sqlstore. A claim that was
+// sent again by the client after a lost answer (go-redis retries on network errors)
+// recognises its own token and reports the claim it made.
 //
 // # Time
 //
-// Leases and times to live are decided by the server's clock (TIME, read inside each
-// script, in microseconds), so processes whose clocks disagree still agree on leases;
-// [Options.Now] replaces it for tests. A key's time to live runs from its first claim
-// ([Options.TTL], 24 hours by default) and Redis deletes the key at its end (PEXPIRE,
-// rounded up to the millisecond); takeovers, binds and extensions do not move it.
-// Nothing is deleted with a task: keys leave only by a Release of a pending claim or by
-// expiry.
+// Leases and times to live are decided by the server's clock, so processes whose
+// clocks disagree still agree on leases; [Options.Now] replaces it for tests. A claim
+// of an absent key does not read the clock: its record holds the lease's and the
+// TTL's lengths, and its times follow from the expiry that SET PX gives the key (read
+// by PEXPIRETIME, kept exactly by replicas and the AOF): the claim time is the
+// millisecond after the SET, the lease ends a lease after it, and the time to live a
+// TTL after it, when Redis counts the key as expired. So a key Redis still holds is
+// within its time to live, to the microsecond. The scripts read the clock (TIME, in
+// microseconds) to judge a lease, and write a record's times in full when they rewrite
+// it. A key's time to live runs from its first claim ([Options.TTL], 24 hours by
+// default, in whole milliseconds) and Redis deletes the key at its end; takeovers,
+// binds and extensions do not move it. Nothing is deleted with a task: keys leave only
+// by a Release of a pending claim or by expiry.
 //
 // The store does not implement [idempotency.Sweeper]: Redis deletes every key at the
 // end of its time to live and frees its memory, so there is nothing left to sweep. To
@@ -55,23 +69,32 @@
 //
 // # Bounds
 //
-// Each scope holds at most [Options.MaxKeysPerScope] keys (100,000 by default); a
-// claim of a new key in a full scope returns an error wrapping [idempotency.ErrFull],
-// never evicting a claim. Expired keys leave the count at once. The memory of the
-// whole store is Redis's: set maxmemory, and maxmemory-policy noeviction, so that a
-// full server refuses new claims and binds (the store reports them as
-// [idempotency.ErrFull], and the middleware answers 503) rather than evicting keys. An
-// eviction policy (allkeys-*, volatile-*: every key of the store has a time to live)
-// may delete a key in flight or bound, and then a retry runs the agent again; the
-// store's [Store.HonoursKeys] (checked by the middleware once a second) reports false
-// on such a server, and on a replica, so that keyed sends are refused rather than
-// deduplicated on keys the server may drop. [Store.Check] says why.
+// The memory of the whole store is Redis's: set maxmemory, and maxmemory-policy
+// noeviction, so that a full server refuses new claims and binds (the store reports
+// them as [idempotency.ErrFull], and the middleware answers 503) rather than evicting
+// keys. An eviction policy (allkeys-*, volatile-*: every key of the store has a time to
+// live) may delete a key in flight or bound, and then a retry runs the agent again;
+// the store's [Store.HonoursKeys] (checked by the middleware once a second) reports
+// false on such a server, and on a replica, so that keyed sends are refused rather
+// than deduplicated on keys the server may drop. [Store.Check] says why.
+//
+// By default no scope is bounded on its own, as in sqlstore: the scope is what the
+// client sends unless the server derives it from an authenticated caller, so a bound
+// per scope bounds little that maxmemory does not, and keeping its count costs each
+// claim a script of several commands (about half the throughput of a bare SET).
+// [Store.Capacity] then returns an error wrapping [errors.ErrUnsupported].
+// [Options.MaxKeysPerScope] (or ?max-keys-per-scope=N in the URL), when positive,
+// bounds each scope: a claim of a new key in a full scope returns an error wrapping
+// [idempotency.ErrFull], never evicting a claim, expired keys leave the count at once,
+// and Capacity reports it. Use it where scopes are authenticated tenants that must not
+// crowd each other out.
 //
 // A bound key with a 32-byte key, the empty scope and UUID message and task ids takes
-// about 440 bytes of Redis's used_memory: 232 bytes of MEMORY USAGE for its record
-// (with a 22-byte prefix), 145 for its member of the scope's sorted set, and the
-// server's dictionary and expiry entries (BenchmarkHeldKeyMemory, Redis 7.0). A
-// default scope of 100,000 keys takes about 44 MB.
+// about 310 bytes of Redis's used_memory without a bound: 232 bytes of MEMORY USAGE
+// for its record (with a 22-byte prefix; 184 while pending) and the server's
+// dictionary and expiry entries. With a bound, its member of the scope's sorted set
+// adds 145, about 440 in all (BenchmarkHeldKeyMemory, Redis 7.0). A million keys take
+// about 310 MB, or 440 MB with a bound.
 //
 // # Durability
 //
@@ -85,9 +108,9 @@
 //   - AOF with appendfsync everysec (the usual setting): a crash of the Redis process
 //     loses nothing that reached the kernel; a crash of the machine loses up to about
 //     one second of claims and binds.
-//   - AOF with appendfsync always: each script's writes are on disk before the server
-//     answers, so nothing acknowledged is lost, at the cost of a fsync per claim and
-//     per bind.
+//   - AOF with appendfsync always: each command's or script's writes are on disk
+//     before the server answers, so nothing acknowledged is lost, at the cost of a
+//     fsync per claim and per bind.
 //
 // Replication is asynchronous. A failover to a replica that had not received the last
 // writes loses them, whatever the persistence: a claim acknowledged by the old primary

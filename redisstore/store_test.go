@@ -177,13 +177,13 @@ func TestExtendRacingTakeover(t *testing.T) {
 // extension does not move it.
 func TestRedisExpiry(t *testing.T) {
 	const ttl = 2 * time.Second
-	a, _, url := pair(t, redisstore.Options{TTL: ttl})
+	a, _, url := pair(t, redisstore.Options{TTL: ttl, MaxKeysPerScope: 10})
 	rdb := redistest.Client(t, url)
 	ctx := context.Background()
 	c := mustClaim(t, a, "tenant", key(1), "m1", 100*time.Millisecond, idempotency.Claimed)
 	names := keysOf(t, rdb, a)
 	if len(names) != 2 {
-		t.Fatalf("after one claim the server holds %q; want the key's hash and the scope's set", names)
+		t.Fatalf("after one claim the server holds %q; want the key's record and the scope's set", names)
 	}
 	for _, n := range names {
 		if !strings.Contains(n, "{s"+fmt.Sprintf("%x", "tenant")+"}") {
@@ -216,10 +216,10 @@ func TestRedisExpiry(t *testing.T) {
 	mustClaim(t, a, "tenant", key(1), "m1", time.Minute, idempotency.Claimed)
 }
 
-// TestReleaseDeletes: a release deletes the key's hash and its place in the count,
+// TestReleaseDeletes: a release deletes the key's record and its place in the count,
 // and a scope that holds no key leaves nothing behind.
 func TestReleaseDeletes(t *testing.T) {
-	a, _, url := pair(t, redisstore.Options{})
+	a, _, url := pair(t, redisstore.Options{MaxKeysPerScope: 10})
 	rdb := redistest.Client(t, url)
 	c := mustClaim(t, a, "", key(1), "m1", lease, idempotency.Claimed)
 	if err := a.Release(context.Background(), "", key(1), c.Token); err != nil {
@@ -286,8 +286,21 @@ func TestOpenURL(t *testing.T) {
 	if s.Prefix() != prefix {
 		t.Errorf("Prefix() = %q, want %q from the URL", s.Prefix(), prefix)
 	}
+	if _, err := s.Capacity(ctx, ""); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Capacity without a bound = %v, want errors.ErrUnsupported", err)
+	}
+	// So does the per-scope bound.
+	b, err := redisstore.OpenURL(ctx, url+"?max-keys-per-scope=5&prefix="+redistest.Prefix(t, url), redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if c, err := b.Capacity(ctx, ""); err != nil || c.Limit != 5 {
+		t.Errorf("Capacity with ?max-keys-per-scope=5 = %+v, %v; want Limit 5", c, err)
+	}
 	for _, u := range []string{"postgres://u:hunter2@db/x", "redis://:hunter2@127.0.0.1:1/0", "redis://:hunter2@127.0.0.1:6379/notanumber",
-		"redis://:hunter2@127.0.0.1:6379/0?prefix=a{b}", "redis://:hunter2@127.0.0.1:6379/0?no_such_option=1"} {
+		"redis://:hunter2@127.0.0.1:6379/0?prefix=a{b}", "redis://:hunter2@127.0.0.1:6379/0?no_such_option=1",
+		"redis://:hunter2@127.0.0.1:6379/0?max-keys-per-scope=many"} {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := redisstore.OpenURL(ctx, u, redisstore.Options{})
 		cancel()
@@ -339,13 +352,17 @@ func capacity(t *testing.T, s *redisstore.Store, scope string) int {
 }
 
 // counter is a go-redis hook that counts the commands a client sends, each one round
-// trip (the store pipelines nothing).
-type counter struct{ n atomic.Int64 }
+// trip (the store pipelines nothing), and keeps the name of the last.
+type counter struct {
+	n    atomic.Int64
+	last atomic.Value
+}
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.n.Add(1)
+		c.last.Store(cmd.Name())
 		return next(ctx, cmd)
 	}
 }
@@ -356,63 +373,79 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	}
 }
 
-// TestRoundTrips: a keyed first send costs two round trips (the claim and the bind),
-// a retry one, and every other call one; a server that lost the scripts (SCRIPT
-// FLUSH, a restart, a failover) costs one more round trip once per script.
+// TestRoundTrips: without a bound (the default), a keyed first send costs two round
+// trips (the claim, one SET, and the bind), a retry of a bound key one, a retry of a
+// pending key two (the SET finds it, a script judges its lease), and every other call
+// one (Capacity none); with a bound, every call is one script. A server that lost
+// the scripts (SCRIPT FLUSH, a restart, a failover) costs one more round trip once
+// per script. It runs on a server of its own, whose scripts it may flush.
 func TestRoundTrips(t *testing.T) {
-	url := redistest.URL(t)
-	rdb := redistest.Client(t, url)
-	var cnt counter
-	rdb.AddHook(&cnt)
-	s, err := redisstore.New(rdb, redisstore.Options{Prefix: redistest.Prefix(t, url)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	trips := func(what string, want int64, f func()) {
-		t.Helper()
-		before := cnt.n.Load()
-		f()
-		if got := cnt.n.Load() - before; got != want {
-			t.Errorf("%s: %d round trips, want %d", what, got, want)
-		}
-	}
-	// Load every script (the first use of each may cost EVALSHA and EVAL).
-	warm := mustClaim(t, s, "", key(0), "m", lease, idempotency.Claimed)
-	s.Extend(ctx, "", key(0), warm.Token, lease)
-	s.Bind(ctx, "", key(0), warm.Token, idempotency.Binding{TaskID: "t"})
-	s.Release(ctx, "", key(0), warm.Token)
-	s.Lookup(ctx, "", key(0))
-	s.Capacity(ctx, "")
-
-	for i := 1; i <= 3; i++ {
-		trips("keyed first send (claim, bind)", 2, func() {
-			c := mustClaim(t, s, "", key(i), "m", lease, idempotency.Claimed)
-			if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+	for _, b := range bounds {
+		t.Run(b.name, func(t *testing.T) {
+			rdb := privateServer(t)
+			var cnt counter
+			rdb.AddHook(&cnt)
+			s, err := redisstore.New(rdb, redisstore.Options{MaxKeysPerScope: b.limit})
+			if err != nil {
 				t.Fatal(err)
 			}
+			ctx := context.Background()
+			trips := func(what string, want int64, f func()) {
+				t.Helper()
+				before := cnt.n.Load()
+				f()
+				if got := cnt.n.Load() - before; got != want {
+					t.Errorf("%s: %d round trips, want %d", what, got, want)
+				}
+			}
+			// Load every script (the first use of each may cost EVALSHA and EVAL).
+			warm := mustClaim(t, s, "", key(0), "m", lease, idempotency.Claimed)
+			mustClaim(t, s, "", key(0), "m", lease, idempotency.HeldBySameMessage)
+			s.Extend(ctx, "", key(0), warm.Token, lease)
+			s.Bind(ctx, "", key(0), warm.Token, idempotency.Binding{TaskID: "t"})
+			s.Release(ctx, "", key(0), warm.Token)
+			s.Lookup(ctx, "", key(0))
+			s.Capacity(ctx, "")
+
+			pendingRetry, capacity := int64(2), int64(0)
+			if b.limit > 0 {
+				pendingRetry, capacity = 1, 1
+			}
+			for i := 1; i <= 3; i++ {
+				trips("keyed first send (claim, bind)", 2, func() {
+					c := mustClaim(t, s, "", key(i), "m", lease, idempotency.Claimed)
+					if want := map[bool]string{true: "evalsha", false: "set"}[b.limit > 0]; cnt.last.Load() != want {
+						t.Errorf("a claim of an absent key sent %v; want %s", cnt.last.Load(), want)
+					}
+					if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
+						t.Fatal(err)
+					}
+				})
+				trips("retry of a bound key", 1, func() { mustClaim(t, s, "", key(i), "m", lease, idempotency.HeldBySameMessage) })
+				trips("another message", 1, func() { mustClaim(t, s, "", key(i), "other", lease, idempotency.HeldByOtherMessage) })
+			}
+			trips("claim, retry while pending", 1+pendingRetry, func() {
+				mustClaim(t, s, "", key(8), "m", lease, idempotency.Claimed)
+				mustClaim(t, s, "", key(8), "m", lease, idempotency.HeldBySameMessage)
+			})
+			trips("claim, extend, release, lookup, capacity", 4+capacity, func() {
+				c := mustClaim(t, s, "", key(9), "m", lease, idempotency.Claimed)
+				if err := s.Extend(ctx, "", key(9), c.Token, lease); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Release(ctx, "", key(9), c.Token); err != nil {
+					t.Fatal(err)
+				}
+				s.Lookup(ctx, "", key(9))
+				s.Capacity(ctx, "")
+			})
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			trips("lookup after SCRIPT FLUSH (NOSCRIPT, then EVAL)", 2, func() { s.Lookup(ctx, "", key(1)) })
+			trips("the next lookup", 1, func() { s.Lookup(ctx, "", key(1)) })
 		})
-		trips("retry", 1, func() { mustClaim(t, s, "", key(i), "m", lease, idempotency.HeldBySameMessage) })
 	}
-	trips("claim, extend, release, lookup, capacity", 5, func() {
-		c := mustClaim(t, s, "", key(9), "m", lease, idempotency.Claimed)
-		if err := s.Extend(ctx, "", key(9), c.Token, lease); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Release(ctx, "", key(9), c.Token); err != nil {
-			t.Fatal(err)
-		}
-		s.Lookup(ctx, "", key(9))
-		s.Capacity(ctx, "")
-	})
-	if testing.Short() {
-		return // SCRIPT FLUSH affects every client of the server; harmless, but skip it in -short
-	}
-	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	trips("claim after SCRIPT FLUSH (NOSCRIPT, then EVAL)", 2, func() { mustClaim(t, s, "", key(10), "m", lease, idempotency.Claimed) })
-	trips("the next claim", 1, func() { mustClaim(t, s, "", key(11), "m", lease, idempotency.Claimed) })
 }
 
 func TestDescribe(t *testing.T) {

@@ -89,7 +89,7 @@ func (c *client) readCard(ctx context.Context, base string) (*card, error) {
 	}
 	var lastErr error
 	for _, u := range urls {
-		a, err := c.get(ctx, u)
+		a, err := c.get(ctx, u, "")
 		if err != nil {
 			return nil, err
 		}

@@ -2,12 +2,8 @@ package servercheck
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -81,7 +77,7 @@ func (c *client) checkInterface(ctx context.Context, iface Interface) []Result {
 	if !iface.checkable() {
 		why := "the checker speaks JSON-RPC and HTTP+JSON only"
 		if iface.Binding == BindingGRPC {
-			why = "gRPC is not checked: check it through a JSON-RPC or HTTP+JSON interface served by the same kit"
+			why = "gRPC is not checked: the checker speaks JSON-RPC and HTTP+JSON only; check a JSON-RPC or HTTP+JSON interface served with the same key index"
 		}
 		return []Result{{Check: checkInterface, Interface: iface.String(), Status: NotChecked, Detail: why}}
 	}
@@ -136,9 +132,11 @@ func (s *session) newSend(check string) send {
 
 // first records a, the answer to a first send; replayed, one served from a first
 // attempt; other, any other.
-func (s *session) first(a *answer) *answer    { return s.record(a, &s.firsts) }
+func (s *session) first(a *answer) *answer { return s.record(a, &s.firsts) }
+
 func (s *session) replayed(a *answer) *answer { return s.record(a, &s.replays) }
-func (s *session) other(a *answer) *answer    { return s.record(a, nil) }
+
+func (s *session) other(a *answer) *answer { return s.record(a, nil) }
 
 func (s *session) record(a *answer, role *[]*answer) *answer {
 	if a.err != nil {
@@ -161,11 +159,12 @@ func (s *session) do(ctx context.Context, snd send, onEvent func(outcome) bool) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A send keyed by the header alone counts as keyed once the header is known
-	// to be honoured (headerCarrier adds it then).
-	if snd.key != nil {
+	// A send keyed by the header alone is keyed or unkeyed as the server reads the
+	// header: headerCarrier records it once that is decided.
+	switch {
+	case snd.key != nil:
 		s.keyed = append(s.keyed, a)
-	} else {
+	case snd.headerKey == "":
 		s.unkeyed = append(s.unkeyed, a)
 	}
 	if s.iface.Binding == BindingJSONRPC {
@@ -300,202 +299,4 @@ func (s *session) learn(a *answer) {
 	if s.replier == kindNone && produced(a) {
 		s.replier = a.kind
 	}
-}
-
-// malformed: §2's four refusals, in their order, on the unary send, one on the
-// streaming send (SSE-framed on JSON-RPC), and no task in their context.
-func (s *session) malformed(ctx context.Context) Result {
-	contextID := newID("check-ctx-")
-	cases := []struct {
-		name string
-		key  any
-		word []string // the refusal's message names the failed check
-	}{
-		// The words the kit's messages and the Rust SDK's use.
-		{"too short (and with a bad character)", "bad key!", []string{"short", "at least 16"}},
-		{"too long (and with a bad character)", strings.Repeat("k", 290) + " bad key", []string{"long", "at most 255"}},
-		{"bad character", "abcdefghijklmnop qrstuvwxyz", []string{"character", "ascii"}},
-		{"a number, not a string", json.RawMessage("12345678901234567890"), []string{"string"}},
-		{"null, not a string", json.RawMessage("null"), []string{"string"}},
-	}
-	var notes []string
-	for i, tc := range cases {
-		snd := s.newSend("malformed")
-		snd.key, snd.contextID = tc.key, contextID
-		a := s.other(s.do(ctx, snd, nil))
-		if a.err != nil {
-			return notChecked(a, "the send of a key that is "+tc.name+" got no answer")
-		}
-		if produced(a) {
-			return fail(fmt.Sprintf("a key that is %s was accepted and ran: %s, want %s", tc.name, a.describe(), s.refusal()), a.ex)
-		}
-		if !s.refusedAsInvalid(a) {
-			return fail(fmt.Sprintf("a key that is %s got %s, want %s", tc.name, a.describe(), s.refusal()), a.ex)
-		}
-		if i < 4 && !containsAny(a.message, tc.word) {
-			return fail(fmt.Sprintf("a key that is %s was refused, but the message does not say so (want a mention of %q: the checks run too short, too long, bad character): %q",
-				tc.name, tc.word[0], cut(a.message, 200)), a.ex)
-		}
-	}
-	// The streaming send: JSON-RPC errors must be SSE-framed there (a2a-go's client
-	// drops a plain body).
-	snd := s.newSend("malformed-stream")
-	snd.key, snd.contextID, snd.stream = "short", contextID, true
-	a := s.other(s.do(ctx, snd, nil))
-	switch {
-	case a.err != nil:
-		return notChecked(a, "the streaming send of a short key got no answer")
-	case produced(a):
-		return fail("a short key on a streaming send was accepted and ran: "+a.describe(), a.ex)
-	case !s.refusedAsInvalid(a):
-		return fail(fmt.Sprintf("a short key on a streaming send got %s, want %s", a.describe(), s.refusal()), a.ex)
-	case s.iface.Binding == BindingJSONRPC && !a.sse:
-		return fail("a short key on SendStreamingMessage was refused with a plain JSON body: the error must be one Server-Sent Event (SPEC §2), or a2a-go's client drops it", a.ex)
-	}
-	// Nothing was created in their context, where the server lists tasks.
-	if n, ex, err := s.listTasks(ctx, contextID); err != nil {
-		notes = append(notes, "that nothing was created is inferred from the refusals (the server does not list tasks to the checker: "+err.Error()+")")
-	} else if n > 0 {
-		return fail(fmt.Sprintf("the refused sends created %d tasks in their context %s", n, contextID), ex)
-	} else {
-		notes = append(notes, "no task in their context")
-	}
-	return pass(fmt.Sprintf("%d malformed keys refused with %s, each naming what was wrong (too short before too long before bad character); %s",
-		len(cases)+1, s.refusal(), strings.Join(notes, "; ")))
-}
-
-func containsAny(s string, words []string) bool {
-	s = strings.ToLower(s)
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// listTasks counts the tasks in contextID (A2A v1.0 ListTasks); an error when the
-// server does not list them.
-func (s *session) listTasks(ctx context.Context, contextID string) (int, *Exchange, error) {
-	if s.iface.Version != "1.0" {
-		return 0, nil, fmt.Errorf("A2A v0.3 has no ListTasks")
-	}
-	var a *answer
-	if s.iface.Binding == BindingJSONRPC {
-		params := map[string]any{"contextId": contextID}
-		if s.iface.Tenant != "" {
-			params["tenant"] = s.iface.Tenant
-		}
-		a = s.c.post(ctx, s.iface.URL, map[string]any{"jsonrpc": "2.0", "id": newID("check-"), "method": "ListTasks", "params": params})
-	} else {
-		u := strings.TrimSuffix(s.iface.URL, "/")
-		if s.iface.Tenant != "" {
-			u += "/" + url.PathEscape(s.iface.Tenant)
-		}
-		var err error
-		if a, err = s.c.get(ctx, u+"/tasks?contextId="+url.QueryEscape(contextID)); err != nil {
-			return 0, nil, err
-		}
-	}
-	if a.err != nil {
-		return 0, a.ex, a.err
-	}
-	var list struct {
-		Result *struct {
-			Tasks []json.RawMessage `json:"tasks"`
-		} `json:"result"`
-		Tasks []json.RawMessage `json:"tasks"`
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(a.body, &list); err != nil || a.status != http.StatusOK || list.Error != nil {
-		why := fmt.Sprintf("HTTP %d", a.status)
-		if list.Error != nil {
-			why += ": " + cut(list.Error.Message, 80)
-		}
-		return 0, a.ex, fmt.Errorf("ListTasks answered %s", why)
-	}
-	if list.Result != nil {
-		return len(list.Result.Tasks), a.ex, nil
-	}
-	return len(list.Tasks), a.ex, nil
-}
-
-// cutBody: a send cut off in its body never reached the server whole, so it holds
-// no key: the identical retry runs as a first send.
-func (s *session) cutBody(ctx context.Context) Result {
-	snd := s.newSend("cut-request")
-	cutA := s.c.cutSend(ctx, snd, cutMidBody)
-	if cutA.err != nil {
-		return notChecked(cutA, "the cut send failed")
-	}
-	answers := s.untilProduced(ctx, snd, 4)
-	last := answers[len(answers)-1]
-	s.learn(last)
-	switch {
-	case last.err != nil:
-		return notChecked(last, "the retry got no answer")
-	case inFlight(last):
-		return fail(fmt.Sprintf("%d retries of a send whose first attempt was cut off in its body got 409: the cut send holds the key, but a send the server never received whole must hold none",
-			len(answers)), cutA.ex, last.ex)
-	case !produced(last):
-		return fail("the retry of a send whose first attempt was cut off in its body got "+last.describe()+", want the task or Message of a first send", cutA.ex, last.ex)
-	}
-	s.first(last)
-	return pass("the retry ran as a first send: " + product(last))
-}
-
-// replay: an identical retry of a keyed unary send gets the same task (or Message).
-func (s *session) replay(ctx context.Context) Result {
-	r, _ := s.replayPair(ctx)
-	return r
-}
-
-// messageReplay reports the Message half of the replay check.
-func (s *session) messageReplay(ctx context.Context) Result {
-	s.replayPair(ctx)
-	if s.messageResult.Status == "" {
-		return Result{Status: NotApplicable, Detail: "the server answers keyed sends with tasks, not Messages (steer an agent that can reply with a Message with Options.Text)"}
-	}
-	return s.messageResult
-}
-
-// replayPair sends a keyed send and its identical retry, once; it also sets the
-// message-replay result when the server answers with Messages.
-func (s *session) replayPair(ctx context.Context) (Result, bool) {
-	if s.replayDone {
-		return s.replayResult, true
-	}
-	s.replayDone = true
-	snd := s.newSend("replay")
-	a, stop := s.firstSend(ctx, snd)
-	res := func() Result {
-		if stop != nil {
-			return *stop
-		}
-		answers := s.untilProduced(ctx, snd, s.triesFor())
-		b := answers[len(answers)-1]
-		switch {
-		case b.err != nil:
-			return notChecked(b, "the retry got no answer")
-		case inFlight(b):
-			return fail(fmt.Sprintf("the retry of a send already answered with %s got 409 %d times: the first attempt's product is known", product(a), len(answers)), a.ex, b.ex)
-		case !produced(b):
-			return fail(fmt.Sprintf("the retry of a send answered with %s got %s, want the same %s", product(a), b.describe(), a.kind), a.ex, b.ex)
-		case !sameProduct(a, b):
-			return fail(fmt.Sprintf("the retry got %s, but the first attempt was answered with %s: the send ran twice", product(b), product(a)), a.ex, b.ex)
-		case a.kind == kindMessage && a.text != b.text:
-			return fail(fmt.Sprintf("the retry got Message %s again, but its text differs: %q, first %q", b.messageID, cut(b.text, 80), cut(a.text, 80)), a.ex, b.ex)
-		}
-		s.replayed(b)
-		return pass("the retry got " + product(b) + " again")
-	}()
-	if a.kind == kindMessage {
-		s.messageResult = res
-		s.replayResult = Result{Status: NotApplicable, Detail: "the server answered the keyed send with a Message: see message-replay"}
-	} else {
-		s.replayResult = res
-	}
-	return s.replayResult, false
 }

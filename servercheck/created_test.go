@@ -98,3 +98,33 @@ func TestRefusedSendsCreateNothing(t *testing.T) {
 		}
 	}
 }
+
+// strictVersion refuses, as a v1.0 server that reads a request without A2A-Version
+// as v0.3 would, every A2A request that does not carry A2A-Version: 1.0 (the card
+// excepted).
+func strictVersion(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/agent-card.json" && r.Header.Get("A2A-Version") != "1.0" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"A2A-Version 0.3 is not served here"}}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Every request the checker makes to a v1.0 interface names the version: against a
+// server that insists, the task lists of malformed-keys are read on both bindings.
+func TestV1RequestsCarryTheVersion(t *testing.T) {
+	kit := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), TaskStore: listingStore(), Wrap: strictVersion})
+	rep := check(t, kit.URL, servercheck.Options{})
+	for _, iface := range []string{"JSONRPC", "HTTP+JSON"} {
+		if r, _ := rep.Result("malformed-keys", iface); r.Status != servercheck.Pass || !strings.Contains(r.Detail, "no task in their context") {
+			t.Errorf("malformed-keys on %s: %s (%s), want pass, no task listed", iface, r.Status, r.Detail)
+		}
+	}
+	if !rep.OK() {
+		t.Errorf("verdict %s, want pass", rep.Verdict)
+	}
+}

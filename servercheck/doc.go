@@ -18,9 +18,10 @@
 // advertised, and, when it is (or Options.Force is set), runs every check on every
 // JSON-RPC and HTTP+JSON interface the card lists, with the interface's tenant, in
 // the interface's protocol version (v1.0 or v0.3), the interfaces side by side. gRPC
-// interfaces, and bindings it does not know, are reported as not checked. Then two
-// checks across interfaces: a retry through another interface of the same tenant,
-// and one key on two tenants. The checks are listed in [Checks], each with its SPEC
+// interfaces, and bindings it does not know, are named in the report as not checked,
+// with the reason (they do not make a run incomplete). Then two checks across
+// interfaces: a retry through every other interface of the same tenant (another
+// binding, another protocol version), and one key on two tenants. The checks are listed in [Checks], each with its SPEC
 // reference; every failure carries the exchanges that showed it.
 //
 // The verdict is "pass" only when no check failed and every check of an interface
@@ -31,17 +32,21 @@
 // The checker sees what a client sees. Where only the server can count the agent's
 // runs (a lost answer, concurrent sends), it infers them from task identity: every
 // answer naming one task means one task was created, and it says so in the result.
-// What the server does not show it does not fail: the Idempotent-Replayed marker
-// and the Idempotency-Key header carrier are reported as not claimed until an answer
-// shows them (then they must hold: a first send marked as replayed fails).
+// What the server does not show it does not fail: the Idempotent-Replayed marker is
+// reported as not claimed until an answer shows it (then it must hold: a first send
+// marked as replayed fails). Whether the server claims the Idempotency-Key header
+// carrier is decided by behaviour: a send keyed by the header alone, retried, and a
+// send whose header and metadata keys differ. Both deduplicated and refused: claimed,
+// and checked; neither: not claimed; one without the other: a failure.
 //
 // # Bounds
 //
-// Every check sends a bounded number of requests: 35 per interface with the default
-// Options when nothing answers 409, never more than Options.MaxRequests in all
-// (default 300). Run stops at Options.Timeout (default 3 minutes). Against the
+// Every check sends a bounded number of requests: about 36 per interface with the
+// default Options when nothing answers 409, never more than Options.MaxRequests in
+// all (default 300). Run stops at Options.Timeout (default 3 minutes). Against the
 // stdlib example (three HTTP interfaces, an agent that works 2 s) a run takes about
-// 22 s and 110 requests. Options.AgentDelay tells the checker how long the agent
+// 24 s and 113 requests; against the official JS SDK's server behind the sidecar
+// (four interfaces, A2A v1.0 and v0.3) 28 s and 161. Options.AgentDelay tells the checker how long the agent
 // takes to answer a send: it waits that much longer for answers, and sends the
 // retries of the "during a run" checks while the run should still be going. Every
 // send carries a fresh random key and message id, and a text that names the check,

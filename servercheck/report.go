@@ -60,6 +60,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	default:
 		fmt.Fprintf(&b, "VERDICT: FAIL: %d checks failed\n", len(failed))
 	}
+	for _, res := range r.Results {
+		if res.ID == checkInterface.ID && res.Status == NotChecked {
+			fmt.Fprintf(&b, "Not checked: %s (%s)\n", res.Interface, res.Detail)
+		}
+	}
 	if len(failed) > 0 {
 		f := failed[0]
 		fmt.Fprintf(&b, "\nFirst failure: %s on %s (SPEC %s)\n%s\n", f.ID, f.Interface, f.Spec, f.Detail)

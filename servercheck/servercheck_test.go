@@ -255,21 +255,14 @@ func TestBounded(t *testing.T) {
 	}
 }
 
-// withTenantCard serves a card that lists the server's tenant HTTP+JSON routes too,
-// for tenant acme, in place of the server's own.
-func withTenantCard(base *string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/.well-known/agent-card.json" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"name":"echo","version":"1","supportedInterfaces":[`+
-				`{"url":"`+*base+`/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},`+
-				`{"url":"`+*base+`/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],`+
-				`"capabilities":{"streaming":true,"extensions":[{"uri":"`+idempotency.ExtensionURI+`"}]}}`)
-		})
+// tenantCard is a card that lists the server's tenant HTTP+JSON routes too, for
+// tenant acme.
+func tenantCard(base *string) func() string {
+	return func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + *base + `/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + `/tenants","protocolBinding":"HTTP+JSON","protocolVersion":"1.0","tenant":"acme"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
 	}
 }
 
@@ -286,7 +279,7 @@ func TestTenantScope(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var base string
-			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: withTenantCard(&base),
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: testkit.WithCard(tenantCard(&base)),
 				Middleware: middleware.Options{Scope: tc.scope}})
 			base = srv.URL
 			rep := check(t, srv.URL, servercheck.Options{Only: []string{"tenant-scope", "cross-interface"}})
@@ -295,6 +288,69 @@ func TestTenantScope(t *testing.T) {
 			}
 			if _, ok := rep.Result("cross-interface", ""); ok {
 				t.Errorf("cross-interface ran, but no two interfaces share a tenant")
+			}
+		})
+	}
+}
+
+// withThirdInterface serves a card listing a second JSON-RPC URL, /rpc-b, beside the
+// server's two interfaces, and serves /rpc-b as the JSON-RPC endpoint, marked with
+// the header X-Entry: b (for a scope that keeps that interface's keys apart).
+func withThirdInterface(base *string) func(http.Handler) http.Handler {
+	card := testkit.WithCard(func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + *base + testkit.JSONRPCPath + `","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + testkit.RESTPath + `","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},` +
+			`{"url":"` + *base + `/rpc-b","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
+	})
+	return func(next http.Handler) http.Handler {
+		return card(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("X-Entry")
+			if r.URL.Path == "/rpc-b" {
+				r.URL.Path = testkit.JSONRPCPath
+				r.Header.Set("X-Entry", "b")
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}
+}
+
+// A retry goes through every other interface of the tenant, not one: a server that
+// scopes its third interface's keys apart fails cross-interface there, and only
+// there; the kit's default scope passes on all of them.
+func TestCrossInterfaceEveryInterface(t *testing.T) {
+	apart := func(r *http.Request, tenant string) (string, error) {
+		if r.Header.Get("X-Entry") == "b" {
+			return "b/" + tenant, nil
+		}
+		return tenant, nil
+	}
+	for _, tc := range []struct {
+		name  string
+		scope func(*http.Request, string) (string, error)
+		want  [2]servercheck.Status // #1→#2, #1→#3
+	}{
+		{"one scope", nil, [2]servercheck.Status{servercheck.Pass, servercheck.Pass}},
+		{"third apart", apart, [2]servercheck.Status{servercheck.Pass, servercheck.Fail}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var base string
+			srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: withThirdInterface(&base),
+				Middleware: middleware.Options{Scope: tc.scope}})
+			base = srv.URL
+			rep := check(t, srv.URL, servercheck.Options{Only: []string{"cross-interface"}})
+			var got []servercheck.Status
+			for _, r := range rep.Results {
+				if r.ID == "cross-interface" {
+					got = append(got, r.Status)
+				}
+			}
+			if len(got) != 2 || got[0] != tc.want[0] || got[1] != tc.want[1] {
+				t.Errorf("cross-interface #1→#2, #1→#3: %v, want %v", got, tc.want)
+			}
+			if rep.Requests > 1+3 {
+				t.Errorf("%d requests, want the card, one send and two retries", rep.Requests)
 			}
 		})
 	}

@@ -8,9 +8,11 @@
 //
 // It reads the card, reports whether the extension is advertised, and runs every
 // check of package servercheck on every JSON-RPC and HTTP+JSON interface the card
-// lists (gRPC is reported as not checked): malformed keys, a lost first attempt and
-// its retries, key reuse, concurrent sends, streaming retries, retries during a run,
-// Message replays, unkeyed sends, and the response headers. It prints a table, the
+// lists (a gRPC interface is named as not checked, with the reason): malformed keys,
+// a lost first attempt and its retries, key reuse, concurrent sends, streaming
+// retries, retries during a run, Message replays, unkeyed sends, the response
+// headers, the Idempotency-Key header carrier when the server claims it, and retries
+// through every other interface of the tenant. It prints a table, the
 // verdict and the first failing exchange (or, with -json, the whole report).
 //
 // Exit status: 0 when everything the server claims holds; 1 when a check failed; 2
@@ -19,8 +21,8 @@
 // failed but some could not run (-timeout or -max-requests ran out, the server
 // stopped answering).
 //
-// The checker sends at most -max-requests requests (35 per interface when nothing
-// answers 409) and stops after -timeout. Every send carries a fresh random key and
+// The checker sends at most -max-requests requests (about 36 per interface when
+// nothing answers 409) and stops after -timeout. Every send carries a fresh random key and
 // message id; the tasks it creates have texts beginning with -text.
 package main
 

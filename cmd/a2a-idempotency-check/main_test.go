@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,41 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "-max-requests") {
 		t.Errorf("-h printed %q, want the usage", errOut.String())
+	}
+}
+
+// A gRPC interface the card lists is named in the report as not checked, with the
+// reason, in the table and in -json; it does not make the run incomplete.
+func TestGRPCNotChecked(t *testing.T) {
+	var base string
+	kit := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}), Wrap: testkit.WithCard(func() string {
+		return `{"name":"echo","version":"1","supportedInterfaces":[` +
+			`{"url":"` + base + testkit.JSONRPCPath + `","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+			`{"url":"127.0.0.1:50051","protocolBinding":"GRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{"streaming":true,"extensions":[{"uri":"` + idempotency.ExtensionURI + `"}]}}`
+	})})
+	base = kit.URL
+	code, out := runCommand(t, "-only", "replay,key-reuse", kit.URL)
+	if code != exitPass {
+		t.Errorf("exit %d, want %d", code, exitPass)
+	}
+	if !regexp.MustCompile(`(?m)^interface\s+#2 GRPC\s+NOT CHECKED\s+.*gRPC is not checked`).MatchString(out) || !strings.Contains(out, "Not checked: GRPC 1.0 127.0.0.1:50051 (gRPC is not checked") {
+		t.Errorf("the table does not name the gRPC interface as not checked, with the reason:\n%s", out)
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-json", "-only", "replay", kit.URL}, &stdout, &stderr); code != exitPass {
+		t.Fatalf("-json: exit %d, want %d\n%s", code, exitPass, stderr.String())
+	}
+	var rep servercheck.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rep.Result("interface", "GRPC")
+	if !ok || r.Status != servercheck.NotChecked || !strings.Contains(r.Detail, "gRPC") || r.Interface != "GRPC 1.0 127.0.0.1:50051" {
+		t.Errorf("-json: the gRPC interface's result is %+v (found %v), want not checked with the reason", r, ok)
+	}
+	if rep.Verdict != "pass" || len(rep.Interfaces) != 2 {
+		t.Errorf("-json: verdict %q, %d interfaces; want pass and both interfaces", rep.Verdict, len(rep.Interfaces))
 	}
 }

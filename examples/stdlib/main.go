@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	store := fs.String("store", "idempotency.db", "where tasks and keys are kept: a SQLite file `path`, or a postgres:// URL")
 	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
 	reply := fs.String("reply", "task", "what the agent answers with: task or message")
+	lease := fs.Duration("lease", middleware.DefaultLease, "how long the key of a send whose server died stays held before an identical retry may run it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// anonymous user, which is the TaskReader's default.
 	idem, err := middleware.New(keys, middleware.Options{
 		Logger: logger,
+		Lease:  *lease,
 		Tasks:  adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
 	})
 	if err != nil {

@@ -68,6 +68,17 @@ type process struct {
 // first http:// URL after "listening".
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessURL(t, func(line string) (string, bool) {
+		_, rest, ok := strings.Cut(line, "listening ")
+		url, _, _ := strings.Cut(rest, ",")
+		return url, ok
+	}, bin, args...)
+}
+
+// startProcessURL starts bin with args and waits for the first line of its stdout
+// from which urlOf reads the URL it serves.
+func startProcessURL(t *testing.T, urlOf func(line string) (string, bool), bin string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -89,7 +100,7 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening ") {
+			if _, ok := urlOf(sc.Text()); ok {
 				lines <- sc.Text()
 			}
 		}
@@ -101,8 +112,7 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 			cmd.Wait()
 			t.Fatalf("%s exited before it listened:\n%s", bin, stderr.String())
 		}
-		_, rest, _ := strings.Cut(line, "listening ")
-		p.url, _, _ = strings.Cut(rest, ",")
+		p.url, _ = urlOf(line)
 		p.line = line
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not listen within 30s:\n%s", bin, stderr.String())

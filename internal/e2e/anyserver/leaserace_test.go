@@ -1,21 +1,24 @@
 package anyserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
-	st "github.com/a2akit/idempotency/internal/testkit/sendtest"
+	"github.com/a2akit/idempotency/internal/testkit/sendtest"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/sqlstore"
@@ -23,29 +26,25 @@ import (
 
 // Issues 23 and 24: two sidecars share one PostgreSQL key table. A keyed blocking
 // send runs 2.5 leases through sidecar A, and an identical retry goes to sidecar B
-// at one of 100 offsets spread over the whole run: across every extension of the
-// lease (a third of it, jittered) and every end the lease would have had without
-// them. The server cannot stream (its card says so), so the key binds only when the
-// run ends: until then only the lease keeps the retry from taking the claim over.
-// The agent runs once in every trial.
+// at one of 100 offsets spread over the whole run (sendtest.LeaseRace): across every
+// extension of the lease (a third of it, jittered) and every end the lease would have
+// had without them. The server cannot stream (its card says so), so the key binds
+// only when the run ends: until then only the lease keeps the retry from taking the
+// claim over. The agent runs once in every trial.
 //
-// IDEMPOTENCY_LEASE_TRIALS sets the number of trials (the opt-in long version: say
-// 1000); IDEMPOTENCY_PROXY_BIN runs another build of the sidecar (the one of
-// 5c3bc2b, say, to see the race this fixes).
+// sendtest.TrialsVar sets the number of trials (the opt-in long version: say 1000);
+// IDEMPOTENCY_PROXY_BIN runs another build of the sidecar (the one of 5c3bc2b, say,
+// to see the race this fixes), and noExtendVar one whose leases are never extended,
+// to see the test fail.
 func TestTwoSidecarsOnePostgresLeaseRace(t *testing.T) {
 	dsn := testkit.PostgresDSN(t)
-	trials := 100
-	if n, err := strconv.Atoi(os.Getenv("IDEMPOTENCY_LEASE_TRIALS")); err == nil && n > 0 {
-		trials = n
-	}
 	bin := proxyBin
 	if b := os.Getenv("IDEMPOTENCY_PROXY_BIN"); b != "" {
 		bin = b
 	}
-	const (
-		lease = 2 * time.Second
-		run   = 5 * time.Second
-	)
+	if os.Getenv(noExtendVar) != "" {
+		bin = buildNoExtend(t, "../../..", "./cmd/a2a-idempotency-proxy")
+	}
 	table := testkit.RandomName("kit_lease_race_")
 	db, err := testdb.OpenDB(dsn)
 	if err != nil {
@@ -58,70 +57,140 @@ func TestTwoSidecarsOnePostgresLeaseRace(t *testing.T) {
 	up := startUpstream(t, "-no-streaming")
 	sidecar := func() string {
 		return startProcess(t, bin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", dsn,
-			"-table", table, "-log-level", "ERROR", "-lease", lease.String(), "-replay-wait", "100ms").url
+			"-table", table, "-log-level", "ERROR", "-lease", raceLease.String(), "-replay-wait", "100ms").url
 	}
-	a, b := sidecar(), sidecar()
+	race := sendtest.LeaseRace{First: sidecar(), Retry: sidecar(), Trials: 100, Run: raceRun,
+		Text: func(i int) string { return fmt.Sprintf("wait %v trial %d", raceRun, i) },
+		Runs: func(testing.TB) int64 { return up.runs(t) }}
+	checkLeaseRace(t, race.Do(t))
+	measureExtend(t, db, table)
+}
 
-	// The trials run in waves of at most 50 at once, the offsets interleaved.
-	offsets := make([]time.Duration, trials)
-	for i := range offsets {
-		offsets[i] = time.Duration(i) * run / time.Duration(trials)
+// Issue 24: the stdlib example (examples/stdlib, run as built: an a2a-go server with
+// the kit's adapter, its tasks and keys in one PostgreSQL database) twice, as two
+// processes on one database, with a 2 s lease. The agent answers a Message after
+// working 5 s, so the key binds only when the run ends. The same trials as the
+// sidecars' (sendtest.LeaseRace), the runs read from each process's agent_runs: the
+// agent runs once in every trial. noExtendVar builds the example with leases never
+// extended, to see the test fail.
+func TestTwoProcessesOnePostgresLeaseRace(t *testing.T) {
+	dsn := testkit.PostgresDSN(t)
+	bin := filepath.Join(t.TempDir(), "stdlib")
+	if os.Getenv(noExtendVar) != "" {
+		bin = buildNoExtend(t, "../../../examples", "./stdlib")
+	} else {
+		build(t, "../../../examples", "./stdlib", bin, "")
 	}
-	var mu sync.Mutex
-	var doubles []string
-	outcomes := map[string]int{}
-	const wave = 50
-	for start := 0; start < trials; start += wave {
-		before := up.runs(t)
-		var wg sync.WaitGroup
-		end := min(start+wave, trials)
-		for i := start; i < end; i++ {
-			off := offsets[(i*37)%trials]
-			wg.Go(func() {
-				m := st.NewMsg(st.JSONRPC, false, fmt.Sprintf("wait %v trial %d", run, i))
-				first := make(chan error, 1)
-				go func() {
-					_, err := st.Send(context.Background(), a, m)
-					first <- err
-				}()
-				time.Sleep(off)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				ans, err := st.Send(ctx, b, m)
-				cancel()
-				what := "error"
-				switch {
-				case err != nil:
-				case ans.IsTask():
-					what = "task"
-				case ans.Status == 409:
-					what = "409"
-				default:
-					what = ans.String()
-				}
-				if ferr := <-first; ferr != nil {
-					mu.Lock()
-					doubles = append(doubles, fmt.Sprintf("trial %d: first attempt failed: %v", i, ferr))
-					mu.Unlock()
-				}
-				mu.Lock()
-				outcomes[what]++
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		// Retries that took a claim over run the agent too: wait for those runs.
-		time.Sleep(run / 2)
-		if got := up.runs(t) - before; got != int64(end-start) {
-			mu.Lock()
-			doubles = append(doubles, fmt.Sprintf("trials %d to %d: the agent ran %d times for %d sends", start, end-1, got, end-start))
-			mu.Unlock()
-		}
+	// The example's tables have fixed names: a schema of the test's own holds them.
+	schema := testkit.RandomName("kit_lease_example_")
+	db, err := testdb.OpenDB(dsn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d trials, retries at offsets 0 to %v of a %v run with a %v lease: retry answers %v", trials, run, run, lease, outcomes)
-	for _, d := range doubles {
+	if _, err := db.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP SCHEMA IF EXISTS "` + schema + `" CASCADE`)
+		db.Close()
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	example := func() string {
+		return startProcessURL(t, func(line string) (string, bool) {
+			card, ok := strings.CutPrefix(line, "agent card:")
+			return strings.TrimSuffix(strings.TrimSpace(card), "/.well-known/agent-card.json"), ok
+		}, bin, "-addr", "127.0.0.1:0", "-store", u.String(), "-delay", raceRun.String(), "-reply", "message",
+			"-lease", raceLease.String()).url
+	}
+	a, b := example(), example()
+	race := sendtest.LeaseRace{First: a, Retry: b, Trials: 100, Run: raceRun,
+		Text: func(i int) string { return fmt.Sprintf("trial %d", i) },
+		Runs: func(t testing.TB) int64 {
+			var n int64
+			for _, base := range []string{a, b} {
+				runs, err := testkit.ReadRuns(context.Background(), http.DefaultClient, base+"/debug/vars", "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += runs
+			}
+			return n
+		}}
+	checkLeaseRace(t, race.Do(t))
+}
+
+// The lease races' lease, and how long their agent works: 2.5 leases, over 7
+// extensions.
+const (
+	raceLease = 2 * time.Second
+	raceRun   = 5 * time.Second
+)
+
+// checkLeaseRace logs rep and fails t for each double run it saw.
+func checkLeaseRace(t *testing.T, rep sendtest.LeaseRaceReport) {
+	t.Helper()
+	t.Logf("%v (retries at offsets 0 to %v of a %v run with a %v lease)", rep, raceRun, raceRun, raceLease)
+	for _, d := range rep.Doubles {
 		t.Error(d)
 	}
-	measureExtend(t, db, table)
+}
+
+// noExtendVar, when set, makes the lease races run builds whose leases are never
+// extended (middleware/lease.go replaced by a build overlay that drops the keeper's
+// first extension): they must then see double runs. No option turns extension off.
+const noExtendVar = "IDEMPOTENCY_LEASE_NO_EXTEND"
+
+// buildNoExtend builds pkg (in the module at dir) with leases never extended, and
+// returns the binary.
+func buildNoExtend(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	src, err := filepath.Abs("../../../middleware/lease.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keep = "\tlk.schedule(first, extend)\n"
+	if !bytes.Contains(code, []byte(keep)) {
+		t.Fatalf("%s no longer schedules the first extension with %q: update buildNoExtend", src, keep)
+	}
+	tmp := t.TempDir()
+	broken := filepath.Join(tmp, "lease.go")
+	code = bytes.Replace(code, []byte(keep), []byte("\t_ = first // "+noExtendVar+": never extended\n"), 1)
+	overlay := filepath.Join(tmp, "overlay.json")
+	ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{src: broken}})
+	if err := os.WriteFile(broken, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, filepath.Base(pkg))
+	build(t, dir, pkg, bin, overlay)
+	t.Logf("%s: %s built with leases never extended", noExtendVar, pkg)
+	return bin
+}
+
+// build builds pkg, in the module at dir, to out, with overlay when it is not empty.
+func build(t *testing.T, dir, pkg, out, overlay string) {
+	t.Helper()
+	args := []string{"build", "-o", out}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
 }
 
 // measureExtend logs the latency of KeyIndex.Extend on the test's PostgreSQL, for
@@ -162,19 +231,19 @@ func TestUpstreamTimeoutKeepsKeyPending(t *testing.T) {
 	base := startProcess(t, bin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "ERROR", "-replay-wait", "100ms",
 		"-upstream-header-timeout", "300ms").url
-	for _, b := range st.Bindings {
-		m := st.NewMsg(b, false, "wait 1500ms hop "+string(b))
-		first, err := st.Send(context.Background(), base, m)
+	for _, b := range sendtest.Bindings {
+		m := sendtest.NewMsg(b, false, "wait 1500ms hop "+string(b))
+		first, err := sendtest.Send(context.Background(), base, m)
 		if err != nil || first.Status != 502 {
 			t.Fatalf("%s: first send: %v %v; want the sidecar's 502", b, first, err)
 		}
-		retry, err := st.Send(context.Background(), base, m)
+		retry, err := sendtest.Send(context.Background(), base, m)
 		if err != nil || retry.Status != 409 {
 			t.Errorf("%s: retry after the 502: %v %v; want 409 (the first run goes on)", b, retry, err)
 		}
 	}
 	time.Sleep(1500 * time.Millisecond)
-	checkRuns(t, up, int64(len(st.Bindings)))
+	checkRuns(t, up, int64(len(sendtest.Bindings)))
 }
 
 // SPEC §8: a send the a2a-go server refused (-32602 for a message without parts)
@@ -184,11 +253,11 @@ func TestRefusedSendHoldsNoKeyWhenClientLeft(t *testing.T) {
 	up := startUpstream(t)
 	index := memstore.New(memstore.Options{})
 	base := startInProcess(t, index, up, kit{lease: time.Minute, replayWait: 100 * time.Millisecond}.options())
-	for _, b := range st.Bindings {
+	for _, b := range sendtest.Bindings {
 		key := idempotency.NewKey()
 		msg := `{"messageId":"m-` + key[:8] + `","role":"ROLE_USER","parts":[],"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}`
 		body, path := `{"message":`+msg+`}`, "/rest/message:send"
-		if b == st.JSONRPC {
+		if b == sendtest.JSONRPC {
 			body, path = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":`+msg+`}}`, "/jsonrpc"
 		}
 		conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))

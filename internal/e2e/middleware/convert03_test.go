@@ -24,7 +24,7 @@ import (
 var update = flag.Bool("update", false, "write the middleware's JSON fixtures from a2a-go")
 
 // conversionsFixture is the middleware's fixture of a2a-go's conversions.
-const conversionsFixture = "../../../middleware/testdata/conversions03.json"
+const conversionsFixture = "../../../middleware/internal/v03/testdata/conversions03.json"
 
 // conversionCase is one entry of the fixture: a conversion's name, its input, and what
 // a2a-go converts it to.

@@ -106,7 +106,9 @@ type Answer struct {
 	// unknown otherwise).
 	Kind   string
 	TaskID string
-	State  string
+	// MessageID is a Message answer's messageId.
+	MessageID string
+	State     string
 	// Code is a JSON-RPC error's code, or the HTTP status of an HTTP+JSON error's
 	// body; ErrStatus is the latter's status name (ABORTED, ...).
 	Code      int
@@ -147,9 +149,10 @@ func Parse(status int, data []byte) Answer {
 		}
 	}
 	var obj struct {
-		ID     string `json:"id"`
-		TaskID string `json:"taskId"`
-		Status struct {
+		ID        string `json:"id"`
+		TaskID    string `json:"taskId"`
+		MessageID string `json:"messageId"`
+		Status    struct {
 			State string `json:"state"`
 		} `json:"status"`
 	}
@@ -158,8 +161,11 @@ func Parse(status int, data []byte) Answer {
 			a.Kind = k
 			json.Unmarshal(raw, &obj)
 			a.TaskID, a.State = obj.TaskID, obj.Status.State
-			if k == "task" {
+			switch k {
+			case "task":
 				a.TaskID = obj.ID
+			case "message":
+				a.MessageID = obj.MessageID
 			}
 			return a
 		}

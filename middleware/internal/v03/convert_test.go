@@ -1,4 +1,4 @@
-package middleware
+package v03
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/a2akit/idempotency/middleware/internal/kindjson"
-	"github.com/a2akit/idempotency/middleware/internal/pbjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/kindjson"
+	"github.com/a2akit/idempotency/middleware/internal/v03/pbjson"
 )
 
 // The v0.3 dialects convert tasks and messages between v1.0 JSON and v0.3's two
@@ -54,25 +54,29 @@ var codecConversions = map[string]func([]byte) ([]byte, error){
 	"v1.0 task to HTTP+JSON v0.3 and back": roundTrip(pbjson.TaskFromV1, pbjson.TaskToV1),
 }
 
-// readFixture decodes the JSON fixture testdata/name into v.
-func readFixture(t *testing.T, name string, v any) {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
+// conversionCase is a case of testdata/conversions03.json.
+type conversionCase struct {
+	Conversion string          `json:"conversion"`
+	In         json.RawMessage `json:"in"`
+	Want       json.RawMessage `json:"want"`
+}
+
+// conversionCases reads testdata/conversions03.json.
+func conversionCases(tb testing.TB) []conversionCase {
+	tb.Helper()
+	var cases []conversionCase
+	b, err := os.ReadFile("testdata/conversions03.json")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("testdata/%s: %v", name, err)
+	if err := json.Unmarshal(b, &cases); err != nil {
+		tb.Fatalf("testdata/conversions03.json: %v", err)
 	}
+	return cases
 }
 
 func TestConversionsAgreeWithA2AGo(t *testing.T) {
-	var cases []struct {
-		Conversion string          `json:"conversion"`
-		In         json.RawMessage `json:"in"`
-		Want       json.RawMessage `json:"want"`
-	}
-	readFixture(t, "conversions03.json", &cases)
+	cases := conversionCases(t)
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		convert, ok := codecConversions[tc.Conversion]
@@ -99,16 +103,7 @@ func TestConversionsAgreeWithA2AGo(t *testing.T) {
 // makes a conversion panic, and what a conversion returns is JSON. (Agreement with
 // a2a-go is TestConversionsAgreeWithA2AGo's, on the fixture.)
 func FuzzConversions(f *testing.F) {
-	var cases []struct {
-		In json.RawMessage `json:"in"`
-	}
-	b, err := os.ReadFile("testdata/conversions03.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &cases); err != nil {
-		f.Fatal(err)
-	}
+	cases := conversionCases(f)
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		if !seen[string(tc.In)] {
