@@ -87,6 +87,9 @@ type harnessConfig struct {
 	opts    middleware.Options                   // ReplayWait defaults to 300ms here
 	card    http.Handler                         // nil: a static a2a-go card
 	tasks   func(*harness) middleware.TaskSource // sets opts.Tasks
+	// auth, when set, authenticates callers (a2a-go CallInterceptors) and the task
+	// store keeps each task for its owner.
+	auth a2asrv.CallInterceptor
 }
 
 type harness struct {
@@ -108,7 +111,13 @@ func newHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, agent: newAgent(), logs: &testkit.Buffer{}}
 	h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
-	rh := a2asrv.NewHandler(h.agent, a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	hopts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler))}
+	if cfg.auth != nil {
+		h.store = &testkit.HidingStore{Store: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})}
+		hopts = []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(h.store), a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
+			a2asrv.WithCallInterceptors(cfg.auth)}
+	}
+	rh := a2asrv.NewHandler(h.agent, hopts...)
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
