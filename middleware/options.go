@@ -205,10 +205,12 @@ const (
 	// known or not stored yet.
 	OutcomeInFlight Outcome = "in_flight"
 	// OutcomeConflict: invalid params, "already held": the key is held by a
-	// different message. Nothing ran.
+	// different message (or another caller's, with Principal; or other content,
+	// with CheckContent). Nothing ran.
 	OutcomeConflict Outcome = "conflict"
 	// OutcomeRefused: invalid params: a malformed key, a message without a
-	// messageId, or a scope that Options.Scope refused. Nothing ran.
+	// messageId, a scope that Options.Scope refused, or a caller Options.Principal
+	// could not name. Nothing ran.
 	OutcomeRefused Outcome = "refused"
 	// OutcomeUnsupported: UnsupportedOperationError (JSON-RPC -32004, HTTP+JSON 400
 	// UNIMPLEMENTED): the server cannot honour keys (no index, or one that says it
