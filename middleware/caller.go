@@ -75,7 +75,7 @@ func (x *exchange) scope() (string, error) {
 	if f, ok := s.d.(foreignREST); ok {
 		prefix = strings.TrimSuffix(prefix, f.prefix) // another version's (v0.3's /v1): no tenant
 	}
-	if rest && prefix != "" && !m.routes.learnt() {
+	if rest && prefix != "" && m.learnRoutes && !m.routes.learnt() {
 		m.cardOnce.Do(x.learnCard)
 	}
 	return m.routes.scopeAt(prefix, rest, s.tenant), nil

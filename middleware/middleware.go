@@ -59,8 +59,12 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 		opts.Logger = slog.Default()
 	}
 	var routes *TenantRoutes
+	own := false
 	if opts.Scope == nil {
-		routes, _ = NewTenantRoutes() // the default templates parse
+		if routes = opts.Tenants; routes == nil {
+			routes, _ = NewTenantRoutes() // the default templates parse
+			own = true
+		}
 		opts.Scope = routes.Scope
 	}
 	m := &middleware{
@@ -80,6 +84,7 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 		early:        &earlyBinder{mode: opts.EarlyBind},
 		scope:        opts.Scope,
 		routes:       routes,
+		learnRoutes:  own,
 		principal:    opts.Principal,
 		checkContent: opts.CheckContent,
 		reads:        opts.Reads,
@@ -97,9 +102,11 @@ type middleware struct {
 	sends *Sends
 	early *earlyBinder
 	scope func(r *http.Request, tenant string) (string, error)
-	// routes are the default scope's, when Options.Scope is nil: the middleware
-	// teaches them the card's mounts, read once (cardOnce) or as it serves the card.
+	// routes are the default scope's, when Options.Scope is nil. When learnRoutes
+	// (the middleware made them), it teaches them the card's mounts, read once
+	// (cardOnce) or as it serves the card.
 	routes       *TenantRoutes
+	learnRoutes  bool
 	cardOnce     sync.Once
 	principal    func(r *http.Request) (string, error)
 	checkContent bool

@@ -43,6 +43,14 @@ type Options struct {
 	// -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
 
+	// Tenants are the routes of the default scope, used when Scope is nil; nil means
+	// NewTenantRoutes() (the default templates). With them the middleware reads
+	// another protocol version's path prefix (A2A v0.3's /v1) as no tenant. It
+	// teaches the agent card's HTTP+JSON mounts only to routes it made itself: teach
+	// routes passed here with [TenantRoutes.LearnCard] (the sidecar does, from the
+	// upstream's card).
+	Tenants *TenantRoutes
+
 	// Principal, when set, binds keys to their caller: it returns the principal
 	// (the authenticated user) who made r, and a retry of a keyed send by another
 	// principal is answered exactly as a key held by another message ("already

@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -133,5 +135,32 @@ func TestOneBodyTwoTenants(t *testing.T) {
 				t.Fatalf("agent ran %d times, want 2", n)
 			}
 		})
+	}
+}
+
+// Options.Tenants: routes the caller teaches (as the sidecar does from its upstream's
+// card) read another version's prefix as no tenant: an A2A v0.3 HTTP+JSON send at
+// the card's mount /a2a/rest (/a2a/rest/v1/message:send) is in the body's (empty)
+// tenant's scope, as a JSON-RPC send, not tenant "v1"'s; a v1.0 send below the mount
+// still names its path tenant.
+func TestTenantsReadAnotherVersionsPrefixAsNoTenant(t *testing.T) {
+	routes, err := middleware.NewTenantRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes.LearnCard([]byte(`{"supportedInterfaces":[{"url":"http://up/a2a/rest","protocolBinding":"HTTP+JSON","protocolVersion":"0.3"}]}`), "")
+	var scopes []string
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Tenants: routes, Logger: discardLogger(),
+		Observe: func(e middleware.Event) { scopes = append(scopes, string(e.Version)+" "+e.Scope) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(replyServer(new(int)))
+	v03 := `{"message":{"messageId":"m03","role":"ROLE_USER","content":[{"text":"hi"}],"metadata":{"` +
+		idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}`
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/a2a/rest/v1/message:send", strings.NewReader(v03)))
+	h.ServeHTTP(httptest.NewRecorder(), keyedRESTSend("/a2a/rest/acme/message:send", "m10", idempotency.NewKey()))
+	if want := []string{"0.3 ", "1.0 acme"}; !slices.Equal(scopes, want) {
+		t.Fatalf("scopes %q, want %q", scopes, want)
 	}
 }

@@ -136,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(c.trusted) > 0 {
 		fromTrusted = pub.fromTrusted
 	}
-	c.mw.Scope = c.routes.Scope
+	c.mw.Tenants = c.routes // taught the upstream's mounts by the proxy (proxy.go)
 	if c.principalHeader != "" {
 		c.mw.Principal = newPrincipal(c.principalHeader, fromTrusted)
 	}
