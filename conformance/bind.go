@@ -131,12 +131,8 @@ func checkBindNotHeld(e *env) error {
 	if err := e.wantAbsent("", never); err != nil {
 		return err
 	}
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.released()
 	if err != nil {
-		return err
-	}
-	if err := e.release("", key, tok); err != nil {
 		return err
 	}
 	err = e.ix.Bind(e.ctx, "", key, tok, boundA)
@@ -149,8 +145,7 @@ func checkBindNotHeld(e *env) error {
 // checkReplyNotAliased: the index keeps its own copy of a reply. Changing the slice
 // passed to Bind, or the one a Record returned, does not change what the index holds.
 func checkReplyNotAliased(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
@@ -206,8 +201,7 @@ func checkReplyVerbatim(e *env) error {
 // checkEmptyReplyBesideTask: a Binding of a task id and an empty Reply binds the task
 // alone: Records report a nil Reply, and the task may still gain a reply.
 func checkEmptyReplyBesideTask(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}

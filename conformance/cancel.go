@@ -85,8 +85,7 @@ func checkCancelledTakeover(e *env) error {
 // value; the owner can bind afterwards.
 func checkCancelledBind(e *env) error {
 	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
+		key, tok, err := e.claimed()
 		if err != nil {
 			return err
 		}
@@ -113,8 +112,7 @@ func checkCancelledBind(e *env) error {
 // owner still holds the claim.
 func checkCancelledRelease(e *env) error {
 	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
+		key, tok, err := e.claimed()
 		if err != nil {
 			return err
 		}
@@ -163,12 +161,7 @@ func checkCancelledLookup(e *env) error {
 // owner extends afterwards.
 func checkCancelledExtend(e *env) error {
 	for name, ctx := range e.doneContexts() {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
-		if err != nil {
-			return err
-		}
-		before, err := e.wantHeld("", key, msgA, pending)
+		key, tok, before, err := e.claimedRecord()
 		if err != nil {
 			return err
 		}

@@ -123,13 +123,27 @@ func (e *env) fillable(c idempotency.CapacityReporter, scope string) (idempotenc
 	return capa, nil
 }
 
-// bounded is fillable for checks that need a bound: they skip when there is none.
-func (e *env) bounded(c idempotency.CapacityReporter, scope string) (idempotency.Capacity, error) {
+// boundedScope is the prologue of the checks that need a bound: the index's
+// CapacityReporter, a fresh scope and its Capacity. It skips when the index reports
+// no capacity, no bound, or a bound too large to fill.
+func (e *env) boundedScope() (idempotency.CapacityReporter, string, idempotency.Capacity, error) {
+	c, err := e.capacity()
+	if err != nil {
+		return nil, "", idempotency.Capacity{}, err
+	}
+	scope := e.scope()
 	capa, err := e.fillable(c, scope)
 	if errors.Is(err, errUnbounded) {
-		return capa, skipf("%v", err)
+		return c, scope, capa, skipf("%v", err)
 	}
-	return capa, err
+	return c, scope, capa, err
+}
+
+// wantFull claims key, new to a full scope, and wants ErrFull; held says what fills
+// the scope.
+func (e *env) wantFull(scope, key, held string) error {
+	got, err := e.ix.Claim(e.ctx, scope, key, msgB, longLease)
+	return wantErr(fmt.Sprintf("Claim of a new key in a scope full of %s (result %s)", held, describe(got)), err, idempotency.ErrFull)
 }
 
 // fill claims a scope's whole capacity, binding every other key, and returns the keys
@@ -234,8 +248,7 @@ func checkCapacityFull(e *env) error {
 		return fmt.Errorf("another message in a full scope (a key already held is not a new key): %w", err)
 	}
 	extra := e.key()
-	got, err := e.ix.Claim(e.ctx, scope, extra, msgB, longLease)
-	if err := wantErr(fmt.Sprintf("Claim of a new key in a full scope (result %s)", describe(got)), err, idempotency.ErrFull); err != nil {
+	if err := e.wantFull(scope, extra, "keys held"); err != nil {
 		return err
 	}
 	if err := e.wantAbsent(scope, extra); err != nil {
@@ -273,13 +286,9 @@ func checkCapacityFull(e *env) error {
 // checkCapacityIgnoresExpired: keys past their time to live count as absent, so they do
 // not keep a scope full.
 func checkCapacityIgnoresExpired(e *env) error {
-	c, err := e.capacity()
-	if err != nil {
-		return err
-	}
-	scope := e.scope()
 	start := time.Now()
-	if _, err := e.bounded(c, scope); err != nil {
+	c, scope, _, err := e.boundedScope()
+	if err != nil {
 		return err
 	}
 	if _, _, err := e.fill(c, scope); err != nil {
@@ -297,12 +306,7 @@ func checkCapacityIgnoresExpired(e *env) error {
 // over (a takeover is not a new key), another message is refused, and the old owner
 // of a claim nobody took over still binds it.
 func checkCapacityFullAbandoned(e *env) error {
-	c, err := e.capacity()
-	if err != nil {
-		return err
-	}
-	scope := e.scope()
-	capa, err := e.bounded(c, scope)
+	_, scope, capa, err := e.boundedScope()
 	if err != nil {
 		return err
 	}
@@ -310,9 +314,7 @@ func checkCapacityFullAbandoned(e *env) error {
 	if err != nil {
 		return fmt.Errorf("filling a scope bounded to %d keys: %w", capa.Limit, err)
 	}
-	got, err := e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
-	if err := wantErr(fmt.Sprintf("Claim of a new key in a scope full of abandoned claims (result %s; never evict a pending claim)",
-		describe(got)), err, idempotency.ErrFull); err != nil {
+	if err := e.wantFull(scope, e.key(), "abandoned claims (never evict a pending claim)"); err != nil {
 		return err
 	}
 	for i, key := range keys {
@@ -338,12 +340,7 @@ func checkCapacityFullAbandoned(e *env) error {
 // many as the bound, across both handles when the harness offers two: exactly the
 // bound are Claimed, the others get ErrFull, and Capacity counts the bound.
 func checkCapacityConcurrent(e *env) error {
-	c, err := e.capacity()
-	if err != nil {
-		return err
-	}
-	scope := e.scope()
-	capa, err := e.bounded(c, scope)
+	c, scope, capa, err := e.boundedScope()
 	if err != nil {
 		return err
 	}
@@ -388,12 +385,7 @@ func checkCapacityConcurrent(e *env) error {
 // room for exactly one. An index that counts the new claim without giving back the
 // expired key's place fills the scope with phantoms.
 func checkCapacityReclaimExpired(e *env) error {
-	c, err := e.capacity()
-	if err != nil {
-		return err
-	}
-	scope := e.scope()
-	capa, err := e.bounded(c, scope)
+	c, scope, capa, err := e.boundedScope()
 	if err != nil {
 		return err
 	}
@@ -412,8 +404,7 @@ func checkCapacityReclaimExpired(e *env) error {
 			return fmt.Errorf("round %d: after all %d keys of a full scope expired and were claimed again: %w", round+1, capa.Limit, err)
 		}
 	}
-	got, err := e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
-	if err := wantErr(fmt.Sprintf("Claim of a new key in a scope full of keys claimed again (result %s)", describe(got)), err, idempotency.ErrFull); err != nil {
+	if err := e.wantFull(scope, e.key(), "keys claimed again"); err != nil {
 		return err
 	}
 	if err := e.release(scope, keys[0], toks[0]); err != nil {
@@ -423,6 +414,5 @@ func checkCapacityReclaimExpired(e *env) error {
 		return fmt.Errorf("after a Release in a scope whose keys were all claimed again past their TTL (an expired key claimed again "+
 			"must give its place back): %w", err)
 	}
-	got, err = e.ix.Claim(e.ctx, scope, e.key(), msgB, longLease)
-	return wantErr(fmt.Sprintf("a second new key after one Release (result %s)", describe(got)), err, idempotency.ErrFull)
+	return e.wantFull(scope, e.key(), "keys claimed again, after one Release made room for one")
 }

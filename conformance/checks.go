@@ -159,8 +159,7 @@ func checkRetrySameMessagePending(e *env) error {
 // checkRetrySameMessageBoundTask: after Bind to a task, a retry of the same message
 // gets the task id.
 func checkRetrySameMessageBoundTask(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
@@ -189,8 +188,7 @@ func checkRetrySameMessageBoundReply(e *env) error {
 // Record and no token, whether the key is pending or bound, and its Claim changes
 // nothing.
 func checkOtherMessageHeld(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
@@ -219,12 +217,7 @@ func checkLookupAbsent(e *env) error {
 // after it while pending, and then the binding, with the claim time unchanged. A
 // Claim by the same message returns the same Record.
 func checkLookupRecord(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
-	if err != nil {
-		return err
-	}
-	r1, err := e.wantHeld("", key, msgA, pending)
+	key, tok, r1, err := e.claimedRecord()
 	if err != nil {
 		return err
 	}

@@ -271,8 +271,7 @@ func checkConcurrentBinds(e *env) error {
 	}
 	bindings := []idempotency.Binding{boundA, boundB, repliedA, {TaskID: taskA, Reply: replyA}}
 	for round := range raceKeys {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
+		key, tok, err := e.claimed()
 		if err != nil {
 			return err
 		}

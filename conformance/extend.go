@@ -168,20 +168,15 @@ func checkExtendFencedOut(e *env) error {
 		return fmt.Errorf("by the new owner: %w", err)
 	}
 
-	released := e.key()
-	rtok, err := e.own("", released, msgA, longLease)
+	released, rtok, err := e.released()
 	if err != nil {
-		return err
-	}
-	if err := e.release("", released, rtok); err != nil {
 		return err
 	}
 	if err := e.refusedExtend("", released, rtok, "a claim released by its owner", "", pending, idempotency.Record{}); err != nil {
 		return err
 	}
 
-	bound := e.key()
-	btok, err := e.own("", bound, msgA, longLease)
+	bound, btok, err := e.claimed()
 	if err != nil {
 		return err
 	}

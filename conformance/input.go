@@ -166,17 +166,12 @@ func checkInvalidLease(e *env) error {
 // claimed, released. The token is judged before the key is looked up, so that "not
 // held" gets one answer (Bind and Extend would say ErrNotOwner, Release nil).
 func checkInvalidToken(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
-	released := e.key()
-	rtok, err := e.own("", released, msgA, longLease)
+	released, _, err := e.released()
 	if err != nil {
-		return err
-	}
-	if err := e.release("", released, rtok); err != nil {
 		return err
 	}
 	for _, k := range []struct{ state, key string }{{"pending", key}, {"never claimed", e.key()}, {"released", released}} {
@@ -208,8 +203,7 @@ func checkInvalidToken(e *env) error {
 // checkInvalidBinding: Bind refuses a Binding with neither a task id nor a reply with
 // ErrInvalidArgument and binds nothing.
 func checkInvalidBinding(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
@@ -233,8 +227,7 @@ func ordinal(i int) string {
 // already held too (pending or bound), before the key's state is looked at, and
 // changes nothing.
 func checkInvalidOnHeldKey(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}

@@ -120,8 +120,7 @@ func checkLookupsSeeWholeBindings(e *env) error {
 	}
 	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
 	for round := range raceKeys {
-		key := e.key()
-		tok, err := e.own("", key, msgA, longLease)
+		key, tok, err := e.claimed()
 		if err != nil {
 			return err
 		}

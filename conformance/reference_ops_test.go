@@ -51,15 +51,11 @@ func (x *refIndex) Bind(ctx context.Context, scope, key string, token idempotenc
 		return err
 	}
 	if x.bug == bugBindNonAtomic {
-		x.mu.Unlock() // the state read and judged, then the write: two round trips
-		time.Sleep(100 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 100*time.Microsecond) // the state read and judged, then the write: two round trips
 	}
 	e.taskID = b.TaskID
 	if x.bug == bugTornBind {
-		x.mu.Unlock() // SET task_id, then SET reply, outside one transaction
-		time.Sleep(50 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 50*time.Microsecond) // SET task_id, then SET reply, outside one transaction
 	}
 	e.reply = nil
 	switch {
@@ -76,6 +72,18 @@ func bindArgs(token idempotency.Token, b idempotency.Binding) error {
 		return invalid("zero token")
 	}
 	return checkBinding(b)
+}
+
+// extendArgs checks Extend's token and lease, as both test indexes do, unless the
+// bug skips one of the checks.
+func (b bug) extendArgs(token idempotency.Token, lease time.Duration) error {
+	switch {
+	case token == 0 && b != bugZeroTokenAfterLookup:
+		return invalid("zero token")
+	case lease <= 0 && b != bugExtendLeaseUnchecked:
+		return invalid("lease %v is not positive", lease)
+	}
+	return nil
 }
 
 // judgeBind says whether binding e to b writes, succeeds without writing, or fails:
@@ -143,9 +151,7 @@ func (x *refIndex) Release(ctx context.Context, scope, key string, token idempot
 		e.released = true // a soft delete: the row stays, marked
 		return nil
 	case bugReleaseNonAtomic:
-		x.mu.Unlock() // the token checked, then DELETE by key
-		time.Sleep(100 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 100*time.Microsecond) // the token checked, then DELETE by key
 	}
 	x.drop(k)
 	return nil
@@ -180,11 +186,8 @@ func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempote
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	switch {
-	case token == 0 && x.bug != bugZeroTokenAfterLookup:
-		return invalid("zero token")
-	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
-		return invalid("lease %v is not positive", lease)
+	if err := x.bug.extendArgs(token, lease); err != nil {
+		return err
 	}
 	lease = x.bug.extendLease(lease)
 	x.mu.Lock()
@@ -205,9 +208,7 @@ func (x *refIndex) Extend(ctx context.Context, scope, key string, token idempote
 		return fmt.Errorf("refindex: extend: %w", idempotency.ErrNotOwner)
 	}
 	if x.bug == bugExtendNonAtomic {
-		x.mu.Unlock() // SELECT and judge, then UPDATE ... WHERE key = ?
-		time.Sleep(200 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 200*time.Microsecond) // SELECT and judge, then UPDATE ... WHERE key = ?
 		if e = x.keys[k]; e == nil {
 			return nil
 		}

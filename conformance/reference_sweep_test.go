@@ -86,9 +86,7 @@ func (x *refIndex) purgeBatch(age time.Duration, size int, deletable func(e *ref
 		}
 	}
 	if x.bug == bugSweepSnapshot {
-		x.mu.Unlock() // SELECT the keys, then DELETE them by key, judged once
-		time.Sleep(200 * time.Microsecond)
-		x.mu.Lock()
+		apart(&x.mu, 200*time.Microsecond) // SELECT the keys, then DELETE them by key, judged once
 	}
 	for _, k := range batch {
 		x.drop(k)

@@ -93,6 +93,15 @@ func newBuggyRefIndex(now func() time.Time, ttl time.Duration, limit int, b bug)
 	return x
 }
 
+// apart unlocks mu for d, then locks it again: a bug's gap between what an index
+// read and judged and what it writes, as between two round trips to a database.
+// The caller holds mu.
+func apart(mu *sync.Mutex, d time.Duration) {
+	mu.Unlock()
+	time.Sleep(d)
+	mu.Lock()
+}
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("refindex: %w: %s", idempotency.ErrInvalidArgument, fmt.Sprintf(format, args...))
 }

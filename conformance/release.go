@@ -9,12 +9,8 @@ import (
 // checkReleaseFreesPending: Release by the owner frees a pending claim: the key is
 // absent, and another message can claim it, with a different token.
 func checkReleaseFreesPending(e *env) error {
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.released()
 	if err != nil {
-		return err
-	}
-	if err := e.release("", key, tok); err != nil {
 		return err
 	}
 	if err := e.wantAbsent("", key); err != nil {
@@ -119,8 +115,7 @@ func checkReleaseNotHeld(e *env) error {
 	if err := e.wantAbsent("", never); err != nil {
 		return err
 	}
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
+	key, tok, err := e.claimed()
 	if err != nil {
 		return err
 	}
@@ -136,12 +131,8 @@ func checkReleaseNotHeld(e *env) error {
 // old token no longer owns the key: Bind and Release with it return ErrNotOwner and
 // change nothing.
 func checkReleasedTokenRefused(e *env) error {
-	key := e.key()
-	old, err := e.own("", key, msgA, longLease)
+	key, old, err := e.released()
 	if err != nil {
-		return err
-	}
-	if err := e.release("", key, old); err != nil {
 		return err
 	}
 	tok, err := e.own("", key, msgA, longLease)

@@ -63,15 +63,11 @@ func (x *shardIndex) Bind(ctx context.Context, scope, key string, token idempote
 		return fmt.Errorf("shardindex: bind: %w", idempotency.ErrAlreadyBound)
 	}
 	if x.bug == bugBindNonAtomic {
-		sh.mu.Unlock() // the state read and judged, then the write: two round trips
-		time.Sleep(100 * time.Microsecond)
-		sh.mu.Lock()
+		apart(&sh.mu, 100*time.Microsecond) // the state read and judged, then the write: two round trips
 	}
 	e.taskID = b.TaskID
 	if x.bug == bugTornBind {
-		sh.mu.Unlock() // HSET task, then HSET reply, outside one transaction
-		time.Sleep(50 * time.Microsecond)
-		sh.mu.Lock()
+		apart(&sh.mu, 50*time.Microsecond) // HSET task, then HSET reply, outside one transaction
 	}
 	e.reply = x.keepReply(b.Reply)
 	return nil
@@ -131,9 +127,7 @@ func (x *shardIndex) Release(ctx context.Context, scope, key string, token idemp
 		e.released = true
 		return nil
 	case bugReleaseNonAtomic:
-		sh.mu.Unlock() // the token checked, then DEL by key
-		time.Sleep(100 * time.Microsecond)
-		sh.mu.Lock()
+		apart(&sh.mu, 100*time.Microsecond) // the token checked, then DEL by key
 		e = sh.get(h, mk)
 		if e == nil {
 			return nil
@@ -174,11 +168,8 @@ func (x *shardIndex) Extend(ctx context.Context, scope, key string, token idempo
 	if err := validKey(key); err != nil {
 		return err
 	}
-	switch {
-	case token == 0 && x.bug != bugZeroTokenAfterLookup:
-		return invalid("zero token")
-	case lease <= 0 && x.bug != bugExtendLeaseUnchecked:
-		return invalid("lease %v is not positive", lease)
+	if err := x.bug.extendArgs(token, lease); err != nil {
+		return err
 	}
 	lease = x.bug.extendLease(lease)
 	sh, h, mk := x.locate(scope, key)
@@ -199,9 +190,7 @@ func (x *shardIndex) Extend(ctx context.Context, scope, key string, token idempo
 		return fmt.Errorf("shardindex: extend: %w", idempotency.ErrNotOwner)
 	}
 	if x.bug == bugExtendNonAtomic {
-		sh.mu.Unlock() // GET and judge, then HSET by key
-		time.Sleep(200 * time.Microsecond)
-		sh.mu.Lock()
+		apart(&sh.mu, 200*time.Microsecond) // GET and judge, then HSET by key
 		if e = sh.get(h, mk); e == nil {
 			return nil
 		}

@@ -8,12 +8,23 @@ import (
 	"github.com/a2akit/idempotency"
 )
 
-func (e *env) sweeper() (idempotency.Sweeper, error) {
+// sweepScope is the prologue of the sweep checks: the index's Sweeper, a fresh scope
+// and the sweep unit. It skips when the index is no Sweeper.
+func (e *env) sweepScope() (s idempotency.Sweeper, scope string, u time.Duration, err error) {
 	s, ok := e.ix.(idempotency.Sweeper)
 	if !ok {
-		return nil, skipf("the index does not implement idempotency.Sweeper")
+		return nil, "", 0, skipf("the index does not implement idempotency.Sweeper")
 	}
-	return s, nil
+	return s, e.scope(), e.sweepUnit(), nil
+}
+
+// oldSweep is sweepScope for the checks that sweep old keys: it also claims and binds
+// n keys in the scope and lets twice the sweep unit pass (oldKeys).
+func (e *env) oldSweep(n int) (s idempotency.Sweeper, scope string, u time.Duration, keys []string, err error) {
+	if s, scope, u, err = e.sweepScope(); err == nil {
+		keys, err = e.oldKeys(scope, n)
+	}
+	return s, scope, u, keys, err
 }
 
 // sweepUnit is the key age the sweep checks purge with; their keys are twice as old.
@@ -70,12 +81,7 @@ func purge(ctx context.Context, s idempotency.Sweeper, p idempotency.RetentionPo
 // policy's age, keeps younger ones, and reports what it did: at least the keys it
 // deleted here, at least one batch, complete.
 func checkSweepDeletesOldKeys(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	old, err := e.oldKeys(scope, 5)
+	s, scope, u, old, err := e.oldSweep(5)
 	if err != nil {
 		return err
 	}
@@ -110,11 +116,10 @@ func checkSweepDeletesOldKeys(e *env) error {
 // checkSweepKeepsPendingInLease: PurgeExpired never deletes a pending claim whose lease
 // is still running, however old the claim; its owner can still bind it.
 func checkSweepKeepsPendingInLease(e *env) error {
-	s, err := e.sweeper()
+	s, scope, u, err := e.sweepScope()
 	if err != nil {
 		return err
 	}
-	scope, u := e.scope(), e.sweepUnit()
 	key := e.key()
 	start := time.Now()
 	tok, err := e.own(scope, key, msgA, 10*u)
@@ -151,13 +156,8 @@ func checkSweepKeepsPendingInLease(e *env) error {
 // negative KeyMaxAge, which disables the sweep. Then a policy they are older than
 // deletes them.
 func checkSweepPolicyAge(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
 	start := time.Now()
-	keys, err := e.oldKeys(scope, 3)
+	s, scope, u, keys, err := e.oldSweep(3)
 	if err != nil {
 		return err
 	}
@@ -203,12 +203,7 @@ func checkSweepPolicyAge(e *env) error {
 // checkSweepBatches: with MaxBatches 1, PurgeExpired stops after one batch of at most
 // BatchSize keys and reports that it is not complete; further calls finish the job.
 func checkSweepBatches(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 5)
+	s, scope, u, keys, err := e.oldSweep(5)
 	if err != nil {
 		return err
 	}
@@ -251,11 +246,10 @@ func checkSweepBatches(e *env) error {
 // checkSweepKeepsYoungKeys: PurgeExpired keeps a key younger than the policy's age
 // even when it is a pending claim whose lease ended.
 func checkSweepKeepsYoungKeys(e *env) error {
-	s, err := e.sweeper()
+	s, scope, u, err := e.sweepScope()
 	if err != nil {
 		return err
 	}
-	scope, u := e.scope(), e.sweepUnit()
 	key := e.key()
 	start := time.Now()
 	if _, err := e.own(scope, key, msgA, u); err != nil {
@@ -290,7 +284,7 @@ const (
 // survives the sweep. A sweep that picks its keys first (a batch, or all of them) and
 // deletes them later by key or id, without judging them again, deletes fresh claims.
 func checkSweepRacingClaims(e *env) error {
-	s, err := e.sweeper()
+	s, scope, _, err := e.sweepScope()
 	if err != nil {
 		return err
 	}
@@ -298,7 +292,6 @@ func checkSweepRacingClaims(e *env) error {
 	if err != nil {
 		return err
 	}
-	scope := e.scope()
 	keys := make([]string, sweepRaceKeys)
 	for i := range keys {
 		keys[i] = e.key()

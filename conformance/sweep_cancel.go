@@ -12,12 +12,7 @@ import (
 // checkSweepCancelled: PurgeExpired with a cancelled context returns the context's
 // error and deletes no more than it reports.
 func checkSweepCancelled(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 3)
+	s, scope, u, keys, err := e.oldSweep(3)
 	if err != nil {
 		return err
 	}
@@ -70,12 +65,7 @@ func (c *countdown) Err() error {
 // error wrapping ctx.Err() and a report of exactly what it deleted so far; one whose
 // context never ended in time reports a complete sweep.
 func checkSweepCancelledMidway(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 6)
+	s, scope, u, keys, err := e.oldSweep(6)
 	if err != nil {
 		return err
 	}
@@ -144,12 +134,7 @@ func (c *endsAtFirstLook) Err() error {
 // error wrapping ctx.Err() and reports exactly what it deleted. A sweep that checks
 // its context only before the first batch deletes them all.
 func checkSweepCancelledBetweenBatches(e *env) error {
-	s, err := e.sweeper()
-	if err != nil {
-		return err
-	}
-	scope, u := e.scope(), e.sweepUnit()
-	keys, err := e.oldKeys(scope, 6)
+	s, scope, u, keys, err := e.oldSweep(6)
 	if err != nil {
 		return err
 	}

@@ -168,12 +168,7 @@ func checkTTLRetrySameMessage(e *env) error {
 // ClaimedAt is the new claim's, and its TTL runs from it.
 func checkReclaimAfterRelease(e *env) error {
 	ttl, m := e.h.TTL, e.ttlMargin()
-	key := e.key()
-	tok, err := e.own("", key, msgA, longLease)
-	if err != nil {
-		return err
-	}
-	r1, err := e.wantHeld("", key, msgA, pending)
+	key, tok, r1, err := e.claimedRecord()
 	if err != nil {
 		return err
 	}

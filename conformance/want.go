@@ -17,6 +17,35 @@ func (e *env) own(scope, key, msg string, lease time.Duration) (idempotency.Toke
 	return e.ownOn(e.ix, scope, key, msg, lease)
 }
 
+// claimed claims a fresh key in the empty scope for msgA with a long lease: the
+// pending claim most checks start from. It returns the key and the claim's token.
+func (e *env) claimed() (string, idempotency.Token, error) {
+	key := e.key()
+	tok, err := e.own("", key, msgA, longLease)
+	return key, tok, err
+}
+
+// claimedRecord is claimed, and also returns the claim's Record as Lookup reports
+// it, checked to be pending for msgA.
+func (e *env) claimedRecord() (string, idempotency.Token, idempotency.Record, error) {
+	key, tok, err := e.claimed()
+	if err != nil {
+		return key, tok, idempotency.Record{}, err
+	}
+	r, err := e.wantHeld("", key, msgA, pending)
+	return key, tok, r, err
+}
+
+// released is claimed, then released by its owner: a key that was held and is no
+// longer. It returns the key and the released claim's token.
+func (e *env) released() (string, idempotency.Token, error) {
+	key, tok, err := e.claimed()
+	if err == nil {
+		err = e.release("", key, tok)
+	}
+	return key, tok, err
+}
+
 func (e *env) ownOn(ix idempotency.KeyIndex, scope, key, msg string, lease time.Duration) (idempotency.Token, error) {
 	c, err := ix.Claim(e.ctx, scope, key, msg, lease)
 	if err != nil {

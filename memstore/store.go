@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,29 +15,6 @@ import (
 // DefaultMaxKeysPerScope is the per-scope capacity of a [Store] whose
 // [Options.MaxKeysPerScope] is zero.
 const DefaultMaxKeysPerScope = 100_000
-
-// DefaultMaxBytes is the memory bound of a [Store] whose [Options.MaxBytes] is zero:
-// 256 MiB, about 990,000 keys of the usual size (UUID ids, a 32-byte key, a short
-// tenant), or 480,000 when every key has a tenant of its own.
-const DefaultMaxBytes = 256 << 20
-
-// What a [Store] counts against [Options.MaxBytes]. They are upper bounds of the heap
-// measured by BenchmarkHeldKeyMemory (on amd64, Go 1.26): 225 bytes for a bound key of
-// the usual size in a shared scope (counted as 271), and 400 when each key has a
-// 16-byte scope of its own (counted as 555).
-const (
-	// KeyOverhead is what a held key counts besides its text (key, scope, message id,
-	// task id and reply): its entry, its map and FIFO slots and allocation slack.
-	KeyOverhead = 160
-	// ScopeOverhead is what a scope that holds keys counts besides its name (counted
-	// once more): the count of its keys and its slot in the map of counts.
-	ScopeOverhead = 256
-	// MaxKeyBytes is the most one key can count: a key of the longest scope, in a
-	// scope of its own, with the longest message id, task id and reply the store
-	// accepts. It is the worst case of the memory one key holds.
-	MaxKeyBytes = KeyOverhead + ScopeOverhead + 2*idempotency.MaxScopeLength + idempotency.MaxKeyLength + 1 +
-		idempotency.MaxMessageIDLength + idempotency.MaxTaskIDLength + idempotency.MaxReplyLength
-)
 
 // Options configures a [Store]. The zero value is ready to use.
 type Options struct {
@@ -346,32 +322,6 @@ func (s *Store) Lookup(ctx context.Context, scope, key string) (idempotency.Reco
 	return s.record(e), true, nil
 }
 
-// Bytes returns the memory the store counts against [Options.MaxBytes] now (whether
-// or not it is bounded): the text of its keys plus [KeyOverhead] per key, and the
-// names of its scopes plus [ScopeOverhead] per scope, including expired keys not yet
-// deleted.
-func (s *Store) Bytes() int64 { return s.used.Load() }
-
-// keyCost is what a key whose text is n bytes counts against Options.MaxBytes.
-func keyCost(n int) int64 { return KeyOverhead + int64(n) }
-
-// charge counts n more bytes, and reports false, counting nothing, when the store is
-// bounded and they do not fit. A negative n always fits.
-func (s *Store) charge(n int64) bool {
-	for {
-		used := s.used.Load()
-		if n > 0 && s.max > 0 && used+n > s.max {
-			return false
-		}
-		if s.used.CompareAndSwap(used, used+n) {
-			return true
-		}
-	}
-}
-
-// uncharge gives back what e counts.
-func (s *Store) uncharge(e *entry) { s.used.Add(-keyCost(len(e.text))) }
-
 // Capacity implements [idempotency.CapacityReporter]. Held counts the keys of scope
 // that are pending or bound, including expired keys not yet deleted (a Claim in a full
 // scope deletes them first). Limit is zero when the store has no per-scope bound.
@@ -424,25 +374,6 @@ func appendMapKey(b []byte, scope, key string) ([]byte, error) {
 // shard returns the shard of the map key whose hash is h.
 func (s *Store) shard(h uint64) *shard { return &s.shards[h&(numShards-1)] }
 
-// clock returns the current time in nanoseconds since s.base.
-func (s *Store) clock() int64 {
-	if s.now == nil {
-		return int64(time.Since(s.base)) // reads only the monotonic clock
-	}
-	return int64(s.now().Sub(s.base))
-}
-
-// time converts nanoseconds since s.base to a time.
-func (s *Store) time(n int64) time.Time { return s.base.Add(time.Duration(n)).Round(0) }
-
-// expired reports whether e is past its time to live at now.
-func (s *Store) expired(e *entry, now int64) bool { return s.expiredAt(e.claimedAt, now) }
-
-// expiredAt reports whether a key claimed at claimedAt is past its time to live at now.
-func (s *Store) expiredAt(claimedAt, now int64) bool {
-	return claimedAt <= now-s.ttl && now-s.ttl <= now // the second test guards overflow
-}
-
 // record returns what e holds, copying the reply.
 func (s *Store) record(e *entry) idempotency.Record {
 	r := idempotency.Record{
@@ -463,51 +394,4 @@ func (s *Store) remove(sh *shard, e *entry) {
 	sh.del(e)
 	s.uncharge(e)
 	s.unreserve(e.scope())
-}
-
-// expireHeads pops up to n entries from the head of sh's FIFO that are deleted or
-// expired at now, deleting the expired ones, and stops at the first live one. n < 0
-// means no bound. The caller holds sh.mu.
-func (s *Store) expireHeads(sh *shard, now int64, n int) {
-	for ; n != 0 && sh.head < len(sh.fifo); n-- {
-		it := sh.fifo[sh.head]
-		if !s.expiredAt(it.at, now) && it.e.token != 0 {
-			break
-		}
-		if it.e.token != 0 {
-			s.remove(sh, it.e)
-		}
-		sh.fifo[sh.head] = fifoItem{}
-		sh.head++
-	}
-}
-
-// dropExpired deletes the expired keys of every shard.
-func (s *Store) dropExpired() {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		now := s.clock()
-		s.expireHeads(sh, now, -1)
-		if sh.disordered {
-			// Expired entries may hide behind younger ones: scan, then restore order.
-			sh.each(func(e *entry) bool {
-				if s.expired(e, now) {
-					s.remove(sh, e)
-				}
-				return true
-			})
-			sh.rebuild()
-		}
-		sh.tidy()
-		sh.mu.Unlock()
-	}
-}
-
-// addSat returns now+d, saturated at the largest time.
-func addSat(now int64, d time.Duration) int64 {
-	if t := now + int64(d); t >= now {
-		return t
-	}
-	return math.MaxInt64
 }

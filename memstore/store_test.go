@@ -9,35 +9,13 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/conformance"
 	"github.com/a2akit/idempotency/memstore"
 )
 
-// fakeClock is a controllable clock, safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
+// newFakeClock returns a clock that moves only when the test advances it.
+func newFakeClock() *conformance.Clock {
+	return conformance.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // key returns a well-formed key that is distinct for each i.

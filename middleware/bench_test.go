@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -20,11 +21,11 @@ import (
 // with a Message: bare, unkeyed through the middleware, and keyed first sends
 // through the middleware with memstore (SPEC §5 asks ≥0.97 and ≥0.90 of bare).
 func BenchmarkSend(b *testing.B) {
-	ag := newAgent()
+	ag := mwtest.NewAgent()
 	ag.Started = nil // no one reads it
-	rh := a2asrv.NewHandler(ag, a2asrv.WithLogger(discardLogger()))
+	rh := a2asrv.NewHandler(ag, a2asrv.WithLogger(mwtest.DiscardLogger()))
 	inner := a2asrv.NewJSONRPCHandler(rh)
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger()})
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: mwtest.DiscardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func benchKeyedFirstSend(b *testing.B, name, path, answer string, body func(stri
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(answer))
 		})
-		opts.Logger = discardLogger()
+		opts.Logger = mwtest.DiscardLogger()
 		mw, err := middleware.New(memstore.New(memstore.Options{}), opts)
 		if err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -44,16 +45,16 @@ func ownedServer(t *testing.T, agent *testkit.Agent, withAdapter bool, opts midd
 	var store taskstore.Store = taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()})
 	var exec a2asrv.AgentExecutor = agent
 	if withAdapter { // the adapter binds the key before the agent runs
-		exec = adapter.NewExecutor(agent, adapter.Options{Logger: discardLogger()})
-		store = adapter.NewBindingStore(store, adapter.Options{Logger: discardLogger()})
+		exec = adapter.NewExecutor(agent, adapter.Options{Logger: mwtest.DiscardLogger()})
+		store = adapter.NewBindingStore(store, adapter.Options{Logger: mwtest.DiscardLogger()})
 	}
 	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(store), a2asrv.WithCallInterceptors(testkit.UserAuth(userHeader)),
-		a2asrv.WithLogger(discardLogger()))
+		a2asrv.WithLogger(mwtest.DiscardLogger()))
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
 	if opts.Logger == nil {
-		opts.Logger = discardLogger()
+		opts.Logger = mwtest.DiscardLogger()
 	}
 	mw, err := middleware.New(memstore.New(memstore.Options{}), opts)
 	if err != nil {
@@ -91,7 +92,7 @@ func answerOf(t *testing.T, evs []a2a.Event) string {
 	if m, ok := evs[0].(*a2a.Message); ok {
 		return "message " + m.Parts[0].Text()
 	}
-	return "task " + string(taskOf(evs[0]))
+	return "task " + string(mwtest.TaskOf(evs[0]))
 }
 
 // TestCallersOwnTheirKeys: with Options.Principal bound to the server's own
@@ -119,21 +120,21 @@ func ownKeys(t *testing.T, withAdapter bool, binding string, streaming bool, wor
 	agent := &testkit.Agent{ReplyPrefix: "reply"}
 	base := ownedServer(t, agent, withAdapter, middleware.Options{Principal: adapter.Principal(testkit.UserAuth(userHeader))})
 	alice, mallory := clientAs(t, base, binding, "alice"), clientAs(t, base, binding, "mallory")
-	msg := keyedMessage(t, idempotency.NewKey(), word+" secret of alice")
+	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), word+" secret of alice")
 	req := &a2a.SendMessageRequest{Message: msg}
 	ctx := context.Background()
 
-	first, err := send(ctx, alice, streaming, req)
+	first, err := mwtest.Send(ctx, alice, streaming, req)
 	if err != nil {
 		t.Fatalf("alice's send: %v", err)
 	}
 	want := answerOf(t, first)
-	if evs, err := send(ctx, mallory, streaming, req); err == nil || !strings.Contains(err.Error(), "already held") {
+	if evs, err := mwtest.Send(ctx, mallory, streaming, req); err == nil || !strings.Contains(err.Error(), "already held") {
 		t.Fatalf("mallory's retry of alice's key: %v, %v; want the already-held refusal", evs, err)
 	} else if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), string(msg.ID)) {
 		t.Fatalf("the refusal discloses the first send: %v", err)
 	}
-	again, err := send(ctx, alice, streaming, req)
+	again, err := mwtest.Send(ctx, alice, streaming, req)
 	if err != nil {
 		t.Fatalf("alice's retry: %v", err)
 	}
@@ -152,11 +153,11 @@ func TestPrincipalRefusesAnonymousKeyedSends(t *testing.T) {
 	base := ownedServer(t, agent, false, middleware.Options{Principal: middleware.PrincipalHeader(userHeader)})
 	anon := clientAs(t, base, "JSONRPC", "")
 	ctx := context.Background()
-	_, err := send(ctx, anon, false, &a2a.SendMessageRequest{Message: keyedMessage(t, idempotency.NewKey(), "echo")})
+	_, err := mwtest.Send(ctx, anon, false, &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, idempotency.NewKey(), "echo")})
 	if err == nil || !strings.Contains(err.Error(), userHeader) {
 		t.Fatalf("anonymous keyed send: %v; want a refusal naming %s", err, userHeader)
 	}
-	if _, err := send(ctx, anon, false, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo"))}); err != nil {
+	if _, err := mwtest.Send(ctx, anon, false, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo"))}); err != nil {
 		t.Fatalf("anonymous unkeyed send: %v", err)
 	}
 	if n := agent.Runs(); n != 1 {

@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 )
 
 // fetchCard returns the agent card served at base, with the answer's headers.
@@ -28,17 +29,17 @@ func fetchCard(t *testing.T, hc *http.Client, base string) (*http.Response, []by
 }
 
 // innerCard returns the card as the wrapped handler serves it, without the middleware.
-func innerCard(t *testing.T, h *harness) []byte {
+func innerCard(t *testing.T, h *mwtest.Harness) []byte {
 	t.Helper()
-	srv := httptest.NewServer(h.inner)
+	srv := httptest.NewServer(h.Inner)
 	defer srv.Close()
-	_, body := fetchCard(t, h.hc, srv.URL)
+	_, body := fetchCard(t, h.HTTP, srv.URL)
 	return body
 }
 
 func TestAgentCardAdvertisesExtension(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
-	resp, body := fetchCard(t, h.hc, h.srv.URL)
+	h := mwtest.New(t, mwtest.Config{})
+	resp, body := fetchCard(t, h.HTTP, h.Server.URL)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("card: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -74,35 +75,35 @@ func TestAgentCardAdvertisesExtension(t *testing.T) {
 }
 
 func TestAgentCardLeftAlone(t *testing.T) {
-	own := testCard()
+	own := mwtest.Card()
 	own.Capabilities.Extensions = append(own.Capabilities.Extensions,
 		a2a.AgentExtension{URI: idempotency.ExtensionURI, Description: "the operator's words", Required: true})
-	signed := testCard()
+	signed := mwtest.Card()
 	signed.Signatures = []a2a.AgentCardSignature{{Protected: "eyJhbGciOiJFUzI1NiJ9", Signature: "c2lnbmF0dXJl"}}
-	signedDeclared := testCard()
+	signedDeclared := mwtest.Card()
 	signedDeclared.Signatures = signed.Signatures
 	signedDeclared.Capabilities.Extensions = own.Capabilities.Extensions
 	for _, tc := range []struct {
 		name string
-		cfg  harnessConfig
+		cfg  mwtest.Config
 		warn bool
 	}{
-		{"no index", harnessConfig{noIndex: true}, false},
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}, false},
-		{"operator entry", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(own)}, false},
-		{"signed card", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signed)}, true},
-		{"signed card declaring it", harnessConfig{card: a2asrv.NewStaticAgentCardHandler(signedDeclared)}, false},
+		{"no index", mwtest.Config{NoIndex: true}, false},
+		{"index cannot honour", mwtest.Config{Index: honouring{KeyIndex: failingIndex(), ok: false}}, false},
+		{"operator entry", mwtest.Config{Card: a2asrv.NewStaticAgentCardHandler(own)}, false},
+		{"signed card", mwtest.Config{Card: a2asrv.NewStaticAgentCardHandler(signed)}, true},
+		{"signed card declaring it", mwtest.Config{Card: a2asrv.NewStaticAgentCardHandler(signedDeclared)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, tc.cfg)
+			h := mwtest.New(t, tc.cfg)
 			want := innerCard(t, h)
 			for range 2 {
-				resp, body := fetchCard(t, h.hc, h.srv.URL)
+				resp, body := fetchCard(t, h.HTTP, h.Server.URL)
 				if resp.StatusCode != http.StatusOK || !bytes.Equal(body, want) {
 					t.Fatalf("served %d %s\nwant the inner card unchanged %s", resp.StatusCode, body, want)
 				}
 			}
-			logs := h.logs.String()
+			logs := h.Logs.String()
 			if warned := strings.Contains(logs, "signed"); warned != tc.warn {
 				t.Fatalf("logs %q: warning about the signature %v, want %v", logs, warned, tc.warn)
 			}
@@ -156,46 +157,18 @@ const v03Card = `{"additionalInterfaces":[{"transport":"JSONRPC","url":"http://1
 	`"defaultOutputModes":["text/plain"],"description":"v0.3 agent","name":"Legacy","preferredTransport":"JSONRPC",` +
 	`"protocolVersion":"0.3.0","skills":[],"url":"http://127.0.0.1/v03/jsonrpc","version":"1"}`
 
-// inserted splits served against inner, the card the wrapped handler wrote: it
-// returns what of inner was replaced (nothing, or a null) and what was put in its
-// place, compacted and wrapped so it reads as JSON: ["an element"] or {"a":"member"}.
-func inserted(t *testing.T, inner, served []byte) (removed, added string) {
-	t.Helper()
-	p := 0
-	for p < len(inner) && p < len(served) && inner[p] == served[p] {
-		p++
-	}
-	s := 0
-	for s < len(inner)-p && s < len(served)-p && inner[len(inner)-1-s] == served[len(served)-1-s] {
-		s++
-	}
-	mid := strings.TrimPrefix(strings.TrimSpace(string(served[p:len(served)-s])), ",")
-	for _, wrap := range []string{"[]", "{}"} {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(wrap[:1]+mid+wrap[1:])) == nil {
-			return string(inner[p : len(inner)-s]), b.String()
-		}
-	}
-	t.Fatalf("served card %s\ndiffers from the inner card %s\nby %q, which is not JSON", served, inner, mid)
-	return "", ""
-}
-
 // The card served is the card the wrapped handler wrote, byte for byte, but for
 // the extension's entry, in every shape of card: delete the entry and the rest is
 // the inner card.
 func TestAgentCardOnlyInsertsTheEntry(t *testing.T) {
-	var entry bytes.Buffer
-	json.Compact(&entry, []byte(`{"uri":"`+idempotency.ExtensionURI+`","description":"`+
-		`Idempotent sends: a message whose metadata carries `+idempotency.MetadataKey+` runs the agent once per key; `+
-		`a retry with the same key and message gets the first attempt's task or reply.","required":false}`))
-	e := entry.String()
+	e := mwtest.CardEntry()
 	dynamic := a2asrv.NewAgentCardHandler(a2asrv.AgentCardProducerFn(func(context.Context) (*a2a.AgentCard, error) {
-		card := testCard()
+		card := mwtest.Card()
 		card.Name = "Dynamic"
 		card.SupportedInterfaces = []*a2a.AgentInterface{a2a.NewAgentInterface("http://127.0.0.1/jsonrpc", a2a.TransportProtocolJSONRPC)}
 		return card, nil
 	}))
-	bare := testCard()
+	bare := mwtest.Card()
 	bare.Capabilities = a2a.AgentCapabilities{}
 	for _, tc := range []struct {
 		name    string
@@ -204,7 +177,7 @@ func TestAgentCardOnlyInsertsTheEntry(t *testing.T) {
 		removed string
 		added   string
 	}{
-		{"a2a-go static handler", a2asrv.NewStaticAgentCardHandler(testCard()), "", "", "[" + e + "]"},
+		{"a2a-go static handler", a2asrv.NewStaticAgentCardHandler(mwtest.Card()), "", "", "[" + e + "]"},
 		{"a2a-go dynamic handler", dynamic, "", "", "[" + e + "]"},
 		{"a2a-go static handler, no extensions", a2asrv.NewStaticAgentCardHandler(bare), "", "", `{"extensions":[` + e + `]}`},
 		{"pretty-printed", staticCard(prettyCard), "", "", "[" + e + "]"},
@@ -212,31 +185,12 @@ func TestAgentCardOnlyInsertsTheEntry(t *testing.T) {
 		{"no capabilities", staticCard(`{"name":"Bare","description":"no capabilities","version":"1","skills":[],"x-custom":{"keep":[1,2]}}`), "", "", `{"capabilities":{"extensions":[` + e + `]}}`},
 		{"null capabilities", staticCard(`{"name":"Bare","capabilities":null,"skills":[]}`), "", "null", `[{"extensions":[` + e + `]}]`},
 		{"duplicate capabilities", staticCard(`{"capabilities":{"extensions":[{"uri":"a"}]},"name":"Dup","Capabilities":{"extensions":[{"uri":"b"}]}}`), "", "", "[" + e + "]"},
-		{"v0.3 card at agent.json", staticCard(v03Card), legacyCardPath, "", `{"extensions":[` + e + `]}`},
+		{"v0.3 card at agent.json", staticCard(v03Card), mwtest.LegacyCardPath, "", `{"extensions":[` + e + `]}`},
 		{"v0.3 card at agent-card.json", staticCard(v03Card), "", "", `{"extensions":[` + e + `]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath)
-			h := newHarness(t, harnessConfig{card: tc.card})
-			resp, served := httpDo(t, h.hc, "GET", h.srv.URL+path, "", nil)
-			inner := httptest.NewServer(h.inner)
-			defer inner.Close()
-			_, want := httpDo(t, h.hc, "GET", inner.URL+path, "", nil)
-			if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(served)) {
-				t.Fatalf("%d, Content-Length %d for %d bytes", resp.StatusCode, resp.ContentLength, len(served))
-			}
-			if removed, added := inserted(t, want, served); removed != tc.removed || added != tc.added {
-				t.Fatalf("served card %s\nreplaced %q of the inner card %s\nwith %s\nwant %q replaced with %s", served, removed, want, added, tc.removed, tc.added)
-			}
-			// A Go client reads the entry, last, in the extensions it reads.
-			var card a2a.AgentCard
-			if err := json.Unmarshal(served, &card); err != nil {
-				t.Fatal(err)
-			}
-			exts := card.Capabilities.Extensions
-			if len(exts) == 0 || exts[len(exts)-1].URI != idempotency.ExtensionURI || exts[len(exts)-1].Required {
-				t.Fatalf("a Go client reads extensions %+v", exts)
-			}
+			h := mwtest.New(t, mwtest.Config{Card: tc.card})
+			mwtest.CheckCardInsert(t, h, cmp.Or(tc.path, a2asrv.WellKnownAgentCardPath), tc.removed, tc.added)
 		})
 	}
 }
@@ -275,11 +229,11 @@ func newETagCard(card, etag string) *etagCard {
 // GET does without the body; Cache-Control passes through.
 func TestAgentCardConditionalRequests(t *testing.T) {
 	upstream := newETagCard(`{"name":"Validated","capabilities":{"streaming":true}}`, `"v1"`)
-	h := newHarness(t, harnessConfig{card: upstream})
-	url := h.srv.URL + a2asrv.WellKnownAgentCardPath
+	h := mwtest.New(t, mwtest.Config{Card: upstream})
+	url := h.Server.URL + a2asrv.WellKnownAgentCardPath
 	get := func(method string, header http.Header) (*http.Response, []byte) {
 		t.Helper()
-		return httpDo(t, h.hc, method, url, "", header)
+		return httpDo(t, h.HTTP, method, url, "", header)
 	}
 	resp, card := get("GET", nil)
 	etag := resp.Header.Get("ETag")
@@ -345,15 +299,15 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 	signed := `{"name":"Signed","capabilities":{},"signatures":[{"protected":"eyJhbGciOiJFUzI1NiJ9","signature":"c2ln"}]}`
 	for _, tc := range []struct {
 		name string
-		cfg  harnessConfig
+		cfg  mwtest.Config
 	}{
-		{"index cannot honour", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
-		{"signed card", harnessConfig{}},
+		{"index cannot honour", mwtest.Config{Index: honouring{KeyIndex: failingIndex(), ok: false}}},
+		{"signed card", mwtest.Config{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.card = newETagCard(signed, `"v1"`)
-			h := newHarness(t, tc.cfg)
-			url := h.srv.URL + a2asrv.WellKnownAgentCardPath
+			tc.cfg.Card = newETagCard(signed, `"v1"`)
+			h := mwtest.New(t, tc.cfg)
+			url := h.Server.URL + a2asrv.WellKnownAgentCardPath
 			for _, c := range []struct {
 				header http.Header
 				want   int
@@ -364,7 +318,7 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 				{http.Header{"If-Modified-Since": {cardModified.Format(http.TimeFormat)}}, http.StatusNotModified},
 				{http.Header{"If-Modified-Since": {cardModified.Add(-time.Second).Format(http.TimeFormat)}}, http.StatusOK},
 			} {
-				resp, body := httpDo(t, h.hc, "GET", url, "", c.header)
+				resp, body := httpDo(t, h.HTTP, "GET", url, "", c.header)
 				if resp.StatusCode != c.want || resp.Header.Get("ETag") != `"v1"` || c.want == http.StatusOK && string(body) != signed {
 					t.Fatalf("%v: %d %v %s, want %d and the card as it is", c.header, resp.StatusCode, resp.Header, body, c.want)
 				}
@@ -375,12 +329,12 @@ func TestAgentCardConditionalRequestsUnchanged(t *testing.T) {
 
 // An ETag set in the header map under a name Get does not find is replaced too.
 func TestAgentCardRawETagHeader(t *testing.T) {
-	h := newHarness(t, harnessConfig{card: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := mwtest.New(t, mwtest.Config{Card: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["ETag"] = []string{`"v1"`}
 		w.Header()["Content-Type"] = []string{"application/json"}
 		io.WriteString(w, `{"name":"Raw"}`)
 	})})
-	resp, card := fetchCard(t, h.hc, h.srv.URL)
+	resp, card := fetchCard(t, h.HTTP, h.Server.URL)
 	if etag := resp.Header.Values("ETag"); len(etag) != 1 || etag[0] == `"v1"` || !strings.Contains(string(card), idempotency.ExtensionURI) {
 		t.Fatalf("ETag %q for %s: want one, of the served card", etag, card)
 	}
@@ -388,12 +342,12 @@ func TestAgentCardRawETagHeader(t *testing.T) {
 
 // A server that sends no ETag gets none added.
 func TestAgentCardNoETag(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
-	resp, card := fetchCard(t, h.hc, h.srv.URL)
+	h := mwtest.New(t, mwtest.Config{})
+	resp, card := fetchCard(t, h.HTTP, h.Server.URL)
 	if resp.Header.Get("ETag") != "" || !strings.Contains(string(card), idempotency.ExtensionURI) {
 		t.Fatalf("%v %s", resp.Header, card)
 	}
-	resp, body := httpDo(t, h.hc, "HEAD", h.srv.URL+a2asrv.WellKnownAgentCardPath, "", nil)
+	resp, body := httpDo(t, h.HTTP, "HEAD", h.Server.URL+a2asrv.WellKnownAgentCardPath, "", nil)
 	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.ContentLength != int64(len(card)) {
 		t.Fatalf("HEAD: %d, %d bytes, Content-Length %d; want 200, none, %d", resp.StatusCode, len(body), resp.ContentLength, len(card))
 	}

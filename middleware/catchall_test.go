@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -21,19 +22,19 @@ import (
 // The same keyed bytes sent to /jsonrpc and to /x/message:send run the agent once
 // (issue 14, item 4).
 func TestCatchAllJSONRPCDeduplicated(t *testing.T) {
-	ag := newAgent()
-	rh := a2asrv.NewHandler(ag, a2asrv.WithLogger(discardLogger()))
+	ag := mwtest.NewAgent()
+	rh := a2asrv.NewHandler(ag, a2asrv.WithLogger(mwtest.DiscardLogger()))
 	mux := http.NewServeMux()
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger()})
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: mwtest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mw(mux))
 	t.Cleanup(srv.Close)
 
-	msg := keyedMessage(t, idempotency.NewKey(), "echo once")
+	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo once")
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "SendMessage",
 		"params": a2a.SendMessageRequest{Message: msg}})
 	if err != nil {

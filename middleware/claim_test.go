@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -88,11 +89,11 @@ func earlyBinderWith(t *testing.T, claimed *atomic.Int64, bound, proceed chan st
 func TestEarlyBindThroughClaimedSend(t *testing.T) {
 	idx := &countingIndex{KeyIndex: memstore.New(memstore.Options{})}
 	var claimed atomic.Int64
-	h := newHarness(t, harnessConfig{index: idx, inner: earlyBinder(t, &claimed)})
+	h := mwtest.New(t, mwtest.Config{Index: idx, Inner: earlyBinder(t, &claimed)})
 	post := func(messageID, text, key string) string {
 		body := `{"jsonrpc":"2.0","id":"x","method":"SendMessage","params":{"message":{"messageId":"` + messageID +
 			`","role":"ROLE_USER","parts":[{"text":"` + text + `"}],"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}}}`
-		_, got := httpDo(t, h.hc, "POST", h.srv.URL+"/jsonrpc", body, nil)
+		_, got := httpDo(t, h.HTTP, "POST", h.Server.URL+"/jsonrpc", body, nil)
 		return string(got)
 	}
 
@@ -124,7 +125,7 @@ func TestEarlyBindThroughClaimedSend(t *testing.T) {
 	if claimed.Load() != 2 {
 		t.Fatalf("the handler ran %d first sends, want 2", claimed.Load())
 	}
-	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeClaimed, middleware.OutcomeReplayed)
+	h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeClaimed, middleware.OutcomeReplayed)
 }
 
 // A retry that arrives after the key was bound to a task id, while the agent is
@@ -135,13 +136,13 @@ func TestRetryWhileMessageReplyPending(t *testing.T) {
 	bound, proceed := make(chan struct{}), make(chan struct{})
 	body := `{"jsonrpc":"2.0","id":"x","method":"SendMessage","params":{"message":{"messageId":"m-3","role":"ROLE_USER",` +
 		`"parts":[{"text":"slow reply"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
-	h := newHarness(t, harnessConfig{inner: earlyBinderWith(t, &claimed, bound, proceed), record: true,
-		opts: middleware.Options{ReplayWait: 10 * time.Second}})
+	h := mwtest.New(t, mwtest.Config{Inner: earlyBinderWith(t, &claimed, bound, proceed), Record: true,
+		Opts: middleware.Options{ReplayWait: 10 * time.Second}})
 	var once sync.Once
 	release := func() { once.Do(func() { close(proceed) }) }
 	t.Cleanup(release) // before the server closes, should the test fail early
 	post := func(out chan<- string) {
-		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+		resp, err := h.HTTP.Post(h.Server.URL+"/jsonrpc", "application/json", strings.NewReader(body))
 		if err != nil {
 			out <- err.Error()
 			return
@@ -152,18 +153,18 @@ func TestRetryWhileMessageReplyPending(t *testing.T) {
 	}
 	first := make(chan string, 1)
 	go post(first)
-	within(t, bound, "early bind")
+	mwtest.Within(t, bound, "early bind")
 	retry := make(chan string, 1)
 	go post(retry)
 	// The retry finds task t-2 bound but not found, and keeps looking.
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !slices.ContainsFunc(h.innerR.exchanges(), func(x *innerExchange) bool {
-		return strings.Contains(string(x.reqBody), `"GetTask"`)
+	for time.Now().Before(deadline) && !slices.ContainsFunc(h.Received.Exchanges(), func(x *mwtest.InnerExchange) bool {
+		return strings.Contains(string(x.ReqBody), `"GetTask"`)
 	}) {
 		time.Sleep(time.Millisecond)
 	}
 	release()
-	for _, got := range []string{within(t, first, "first send"), within(t, retry, "retry")} {
+	for _, got := range []string{mwtest.Within(t, first, "first send"), mwtest.Within(t, retry, "retry")} {
 		if !strings.Contains(got, `"message":{"messageId":"r-2"`) {
 			t.Fatalf("answer %s, want the Message reply", got)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -62,7 +63,7 @@ func TestMessageFingerprint(t *testing.T) {
 func TestCheckContent(t *testing.T) {
 	for _, check := range []bool{true, false} {
 		t.Run(fmt.Sprintf("CheckContent=%v", check), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{CheckContent: check}})
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{CheckContent: check}})
 			key := idempotency.NewKey()
 			msg := func(role, text string) string {
 				return `{"messageId":"m-content","role":"` + role + `","parts":[{"text":"` + text + `"}],` +
@@ -70,9 +71,9 @@ func TestCheckContent(t *testing.T) {
 			}
 			post := func(binding, msg string) (int, string) {
 				t.Helper()
-				url, body := h.srv.URL+"/jsonrpc", `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":`+msg+`}}`
+				url, body := h.Server.URL+"/jsonrpc", `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":`+msg+`}}`
 				if binding == "HTTP+JSON" {
-					url, body = h.srv.URL+"/rest/message:send", `{ "message" : `+msg+` }`
+					url, body = h.Server.URL+"/rest/message:send", `{ "message" : `+msg+` }`
 				}
 				res, err := http.Post(url, "application/json", strings.NewReader(body))
 				if err != nil {
@@ -105,7 +106,7 @@ func TestCheckContent(t *testing.T) {
 					t.Fatalf("%s retry with other content: %d %s; want the already-held refusal", binding, code, body)
 				}
 			}
-			if n := h.agent.RunsOf("m-content"); n != 1 {
+			if n := h.Agent.RunsOf("m-content"); n != 1 {
 				t.Fatalf("the agent ran %d times, want 1", n)
 			}
 		})

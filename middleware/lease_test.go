@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -26,7 +27,7 @@ import (
 // stored.
 func TestBindFailureKeepsTheClaimUntilBound(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		for _, adapter := range []bool{false, true} {
 			name := m.String()
 			if adapter {
@@ -35,27 +36,27 @@ func TestBindFailureKeepsTheClaimUntilBound(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
-				h := newHarness(t, harnessConfig{index: ix, adapter: adapter,
-					opts: middleware.Options{Lease: lease, ReplayWait: 100 * time.Millisecond}})
+				h := mwtest.New(t, mwtest.Config{Index: ix, Adapter: adapter,
+					Opts: middleware.Options{Lease: lease, ReplayWait: 100 * time.Millisecond}})
 				ix.FailNext(testkit.OpBind, 3) // the bind at the answer, and two more
-				c := h.client(m.dialect, "", "")
+				c := h.Client(m.Dialect, "", "")
 				key := idempotency.NewKey()
-				msg := keyedMessage(t, key, "echo bind fails")
-				evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
-				if err != nil || len(evs) == 0 || taskOf(evs[0]) == "" {
+				msg := mwtest.KeyedMessage(t, key, "echo bind fails")
+				evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+				if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
 					t.Fatalf("first send: %v, %v; want its task", evs, err)
 				}
-				first := taskOf(evs[0])
+				first := mwtest.TaskOf(evs[0])
 
 				time.Sleep(3 * lease) // the lease would have ended twice over
-				evs, err = send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
-				if err != nil || len(evs) == 0 || taskOf(evs[0]) != first {
+				evs, err = mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+				if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) != first {
 					t.Errorf("retry after %v: %v, %v; want task %s", 3*lease, evs, err, first)
 				}
-				if runs := h.agent.RunsOf(msg.ID); runs != 1 {
-					t.Errorf("the agent ran %d times for one key; want 1\n%s", runs, h.logs)
+				if runs := h.Agent.RunsOf(msg.ID); runs != 1 {
+					t.Errorf("the agent ran %d times for one key; want 1\n%s", runs, h.Logs)
 				}
-				rec, _, err := h.index.Lookup(context.Background(), "", key)
+				rec, _, err := h.Index.Lookup(context.Background(), "", key)
 				if err != nil || rec.TaskID != string(first) {
 					t.Errorf("the key's record %+v, %v; want bound to %s", rec, err, first)
 				}
@@ -72,25 +73,25 @@ func TestBindFailureKeepsTheClaimUntilBound(t *testing.T) {
 func TestSendLoggedWhileItsOutcomeIsDecided(t *testing.T) {
 	const sends = 8
 	ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
-	h := newHarness(t, harnessConfig{index: ix, opts: middleware.Options{Lease: 300 * time.Millisecond}})
+	h := mwtest.New(t, mwtest.Config{Index: ix, Opts: middleware.Options{Lease: 300 * time.Millisecond}})
 	ix.SetFail(testkit.OpExtend, true)
 	ix.SetDelay(testkit.OpExtend, 90*time.Millisecond) // under way three quarters of the time
-	c := h.client(jsonrpc10, "", "")
+	c := h.Client(mwtest.JSONRPC10, "", "")
 	var wg sync.WaitGroup
 	for i := range sends {
 		wg.Go(func() {
-			msg := keyedMessage(t, idempotency.NewKey(), fmt.Sprintf("block send %d", i))
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), fmt.Sprintf("block send %d", i))
 			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {
 				t.Errorf("send %d: %v", i, err)
 			}
 		})
 	}
 	time.Sleep(400 * time.Millisecond) // past the first extensions
-	h.releaseAgents()
+	h.ReleaseAgents()
 	wg.Wait()
-	h.expectOutcomes(slices.Repeat([]middleware.Outcome{middleware.OutcomeClaimed}, sends)...)
+	h.ExpectOutcomes(slices.Repeat([]middleware.Outcome{middleware.OutcomeClaimed}, sends)...)
 	time.Sleep(200 * time.Millisecond) // the extensions under way end
-	if !strings.Contains(h.logs.String(), "outcome=claimed") {
-		t.Errorf("no extension was under way when a send ended (or its line does not name the outcome):\n%s", h.logs)
+	if !strings.Contains(h.Logs.String(), "outcome=claimed") {
+		t.Errorf("no extension was under way when a send ended (or its line does not name the outcome):\n%s", h.Logs)
 	}
 }

@@ -13,35 +13,36 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 
 func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
-			msg := keyedMessage(t, key, "echo hello")
+			msg := mwtest.KeyedMessage(t, key, "echo hello")
 
-			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
-			id := taskOf(first[0])
-			if id == "" || finalState(first) != a2a.TaskStateCompleted {
-				t.Fatalf("first send: got %d events, task %q, state %q", len(first), id, finalState(first))
+			id := mwtest.TaskOf(first[0])
+			if id == "" || mwtest.FinalState(first) != a2a.TaskStateCompleted {
+				t.Fatalf("first send: got %d events, task %q, state %q", len(first), id, mwtest.FinalState(first))
 			}
-			if !m.streaming {
+			if !m.Streaming {
 				if n := len(first[0].(*a2a.Task).Artifacts); n != 1 {
 					t.Fatalf("first send: %d artifacts, want 1", n)
 				}
 			}
 			// The retry, and a retry through the other kind of send, get the same
 			// task; the agent does not run again.
-			for _, streaming := range []bool{m.streaming, !m.streaming} {
-				retry, err := send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+			for _, streaming := range []bool{m.Streaming, !m.Streaming} {
+				retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
 				if err != nil {
 					t.Fatalf("retry (streaming=%v): %v", streaming, err)
 				}
@@ -56,12 +57,12 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 					t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
 				}
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
-			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
-			if e := h.lastEvent(); e.Binding != middleware.ProtocolBinding(m.binding) || e.Version != middleware.ProtocolVersion(m.version) || e.Scope != "" {
-				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.binding, m.version)
+			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
+			if e := h.LastEvent(); e.Binding != middleware.ProtocolBinding(m.Binding) || e.Version != middleware.ProtocolVersion(m.Version) || e.Scope != "" {
+				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.Binding, m.Version)
 			}
 		})
 	}
@@ -70,19 +71,19 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 // A blocking retry answers the task as it is now, without waiting for it to finish,
 // with its history shaped by the retry's historyLength.
 func TestRetryAnswersCurrentState(t *testing.T) {
-	for _, d := range dialects {
+	for _, d := range mwtest.Dialects {
 		t.Run(d.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(d, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(d, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "block until released")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
 
 			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
 			id := res.(*a2a.Task).ID
-			waitState(t, c, id, a2a.TaskStateWorking)
+			mwtest.WaitState(t, c, id, a2a.TaskStateWorking)
 
 			// The agent is blocked: a blocking retry still answers at once.
 			retry, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
@@ -93,8 +94,8 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 				t.Fatalf("retry while running: task %s in %s, want %s working", task.ID, task.Status.State, id)
 			}
 
-			h.releaseAgents()
-			waitState(t, c, id, a2a.TaskStateCompleted)
+			h.ReleaseAgents()
+			mwtest.WaitState(t, c, id, a2a.TaskStateCompleted)
 			for _, tc := range []struct {
 				historyLength *int
 				history       int
@@ -111,7 +112,7 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 					t.Fatalf("historyLength %v: %d history messages, want %d", deref(tc.historyLength), len(task.History), tc.history)
 				}
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -119,36 +120,36 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 }
 
 func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
-			holder := keyedMessage(t, key, "echo the holder's secret content")
-			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: holder})
+			holder := mwtest.KeyedMessage(t, key, "echo the holder's secret content")
+			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: holder})
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
 
-			other := keyedMessage(t, key, "echo another message")
-			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: other})
+			other := mwtest.KeyedMessage(t, key, "echo another message")
+			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: other})
 			if !errors.Is(err, a2a.ErrInvalidParams) {
 				t.Fatalf("reused key: events %v, error %v; want ErrInvalidParams", evs, err)
 			}
 			if !strings.Contains(err.Error(), "already held") {
 				t.Fatalf("error %q does not say the key is already held", err)
 			}
-			wire := string(h.wire.last().respBody.Bytes())
-			for _, secret := range []string{holder.ID, "secret", string(taskOf(first[0]))} {
+			wire := string(h.Wire.Last().RespBody.Bytes())
+			for _, secret := range []string{holder.ID, "secret", string(mwtest.TaskOf(first[0]))} {
 				if strings.Contains(wire, secret) {
 					t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
 				}
 			}
-			if a, b := h.agent.RunsOf(holder.ID), h.agent.RunsOf(other.ID); a != 1 || b != 0 {
+			if a, b := h.Agent.RunsOf(holder.ID), h.Agent.RunsOf(other.ID); a != 1 || b != 0 {
 				t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
 			}
-			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
+			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
 		})
 	}
 }
@@ -166,27 +167,27 @@ func TestMalformedKeysAreRefused(t *testing.T) {
 		{"null", nil, idempotency.ErrKeyNotString},
 		{"object", map[string]any{"key": "0123456789abcdef"}, idempotency.ErrKeyNotString},
 	}
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			for _, tc := range cases {
 				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo "+tc.name))
 				msg.Metadata = map[string]any{idempotency.MetadataKey: tc.value}
-				evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				if !errors.Is(err, a2a.ErrInvalidParams) {
 					t.Fatalf("%s: events %v, error %v; want ErrInvalidParams", tc.name, evs, err)
 				}
 				if !strings.Contains(err.Error(), tc.want.Error()) {
 					t.Fatalf("%s: error %q, want %q", tc.name, err, tc.want)
 				}
-				if n := h.agent.RunsOf(msg.ID); n != 0 {
+				if n := h.Agent.RunsOf(msg.ID); n != 0 {
 					t.Fatalf("%s: agent ran %d times", tc.name, n)
 				}
 			}
-			for _, o := range h.outcomes() {
+			for _, o := range h.Outcomes() {
 				if o != middleware.OutcomeRefused {
-					t.Fatalf("observed %v, want only refusals", h.outcomes())
+					t.Fatalf("observed %v, want only refusals", h.Outcomes())
 				}
 			}
 		})
@@ -194,13 +195,13 @@ func TestMalformedKeysAreRefused(t *testing.T) {
 }
 
 func TestMessageReplyIsReplayed(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "reply please")
-			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply please")
+			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil || len(first) != 1 {
 				t.Fatalf("first send: %v, %v", first, err)
 			}
@@ -208,8 +209,8 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 			if !ok {
 				t.Fatalf("first send: %#v, want a Message", first[0])
 			}
-			for _, streaming := range []bool{m.streaming, !m.streaming} {
-				retry, err := send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+			for _, streaming := range []bool{m.Streaming, !m.Streaming} {
+				retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
 				if err != nil || len(retry) != 1 {
 					t.Fatalf("retry (streaming=%v): %v, %v", streaming, retry, err)
 				}
@@ -218,7 +219,7 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 					t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
 				}
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -226,23 +227,23 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 }
 
 func TestFailureBeforeTaskReleasesKey(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "fail first")
-			if evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first")
+			if evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
 				t.Fatalf("first send: %v, want an error", evs)
 			}
-			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil || taskOf(evs[0]) == "" || finalState(evs) != a2a.TaskStateCompleted {
+			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || mwtest.TaskOf(evs[0]) == "" || mwtest.FinalState(evs) != a2a.TaskStateCompleted {
 				t.Fatalf("identical retry: %v, %v; want a completed task", evs, err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 2 {
+			if n := h.Agent.RunsOf(msg.ID); n != 2 {
 				t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
 			}
-			h.expectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
+			h.ExpectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
 		})
 	}
 }
@@ -252,26 +253,26 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 // it at the agent's first event), so the retry is answered 409 instead.
 func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{Lease: lease}})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Lease: lease}})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "echo to be deleted")
-			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo to be deleted")
+			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
 			// Once the execution has ended (a2a-go serves a subscription from a
 			// running execution, not from the store), delete the task.
-			waitInactive(t, c, taskOf(first[0]))
-			h.store.Delete(taskOf(first[0]))
+			mwtest.WaitInactive(t, c, mwtest.TaskOf(first[0]))
+			h.Store.Delete(mwtest.TaskOf(first[0]))
 			time.Sleep(lease)
-			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -280,31 +281,29 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 
 // (A2A v0.3 has no tenant.)
 func TestSameKeyInTwoTenantsMakesTwoTasks(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
+			h := mwtest.New(t, mwtest.Config{})
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "echo tenants")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo tenants")
 			var ids []a2a.TaskID
 			for _, tenant := range []string{"acme", "globex", "acme"} {
-				evs, err := send(ctx, h.client(m.dialect, tenant, ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+				evs, err := mwtest.Send(ctx, h.Client(m.Dialect, tenant, ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				if err != nil {
 					t.Fatalf("tenant %s: %v", tenant, err)
 				}
-				ids = append(ids, taskOf(evs[0]))
+				ids = append(ids, mwtest.TaskOf(evs[0]))
 			}
 			if ids[0] == ids[1] || ids[0] != ids[2] {
 				t.Fatalf("tasks %v: want two tasks, the first replayed for its tenant", ids)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 2 {
+			if n := h.Agent.RunsOf(msg.ID); n != 2 {
 				t.Fatalf("agent ran %d times, want 2", n)
 			}
 			scopes := map[string]bool{}
-			h.mu.Lock()
-			for _, e := range h.events {
+			for _, e := range h.Events() {
 				scopes[e.Scope] = true
 			}
-			h.mu.Unlock()
 			if len(scopes) != 2 || !scopes["acme"] || !scopes["globex"] {
 				t.Fatalf("observed scopes %v", scopes)
 			}
@@ -322,10 +321,10 @@ func deref(p *int) any {
 }
 
 // storeReader is a TaskReader over the harness's task store.
-type storeReader struct{ h *harness }
+type storeReader struct{ h *mwtest.Harness }
 
 func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, taskID string) ([]byte, error) {
-	st, err := s.h.store.Get(ctx, a2a.TaskID(taskID))
+	st, err := s.h.Store.Get(ctx, a2a.TaskID(taskID))
 	if errors.Is(err, a2a.ErrTaskNotFound) {
 		return nil, fmt.Errorf("task %s: %w", taskID, middleware.ErrTaskNotFound)
 	}
@@ -337,20 +336,20 @@ func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, task
 
 // With Options.Tasks, replays read tasks through it, not through the wrapped handler.
 func TestReplayThroughTaskReader(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			const lease = 300 * time.Millisecond
-			h := newHarness(t, harnessConfig{record: true, opts: middleware.Options{Lease: lease},
-				tasks: func(h *harness) middleware.TaskSource { return storeReader{h} }})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{Record: true, Opts: middleware.Options{Lease: lease},
+				Tasks: func(h *mwtest.Harness) middleware.TaskSource { return storeReader{h} }})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "echo through the reader")
-			first, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the reader")
+			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatalf("first send: %v", err)
 			}
-			id := taskOf(first[0])
-			retry, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
+			id := mwtest.TaskOf(first[0])
+			retry, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
 			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}
@@ -359,19 +358,19 @@ func TestReplayThroughTaskReader(t *testing.T) {
 				len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
 				t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
 			}
-			for _, x := range h.innerR.exchanges() {
-				read := x.method == "GET" && !strings.HasSuffix(x.path, ":subscribe") // v0.3 subscribes with GET
-				if read || strings.Contains(string(x.reqBody), `"GetTask"`) || strings.Contains(string(x.reqBody), `"tasks/get"`) {
-					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.method, x.path, x.reqBody)
+			for _, x := range h.Received.Exchanges() {
+				read := x.Method == "GET" && !strings.HasSuffix(x.Path, ":subscribe") // v0.3 subscribes with GET
+				if read || strings.Contains(string(x.ReqBody), `"GetTask"`) || strings.Contains(string(x.ReqBody), `"tasks/get"`) {
+					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.Method, x.Path, x.ReqBody)
 				}
 			}
-			waitInactive(t, c, id)
-			h.store.Delete(id)
+			mwtest.WaitInactive(t, c, id)
+			h.Store.Delete(id)
 			time.Sleep(lease) // within the lease a missing task may not be stored yet
-			if _, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -384,22 +383,22 @@ func TestReplayThroughTaskReader(t *testing.T) {
 // v1.0 clients here leave empty and v0.3 has not), and the retry gets the task, or
 // the first attempt's Message reply, in its own dialect's shape.
 func TestRetryThroughOtherDialect(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
+	h := mwtest.New(t, mwtest.Config{})
 	ctx := context.Background()
-	for _, first := range dialects {
-		for _, retry := range dialects {
+	for _, first := range mwtest.Dialects {
+		for _, retry := range mwtest.Dialects {
 			if retry == first {
 				continue
 			}
 			t.Run(first.String()+"→"+retry.String(), func(t *testing.T) {
-				msg := keyedMessage(t, idempotency.NewKey(), "echo across dialects")
-				evs, err := send(ctx, h.client(first, "", ""), false, &a2a.SendMessageRequest{Message: msg})
+				msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo across dialects")
+				evs, err := mwtest.Send(ctx, h.Client(first, "", ""), false, &a2a.SendMessageRequest{Message: msg})
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := taskOf(evs[0])
+				id := mwtest.TaskOf(evs[0])
 				for _, streaming := range []bool{false, true} {
-					again, err := send(ctx, h.client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: msg})
+					again, err := mwtest.Send(ctx, h.Client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: msg})
 					if err != nil || len(again) == 0 {
 						t.Fatalf("retry (streaming=%v): %v, %v", streaming, again, err)
 					}
@@ -409,45 +408,35 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 						t.Fatalf("retry (streaming=%v): first event %#v, want completed task %s with its artifact and history", streaming, again[0], id)
 					}
 				}
-				if n := h.agent.RunsOf(msg.ID); n != 1 {
+				if n := h.Agent.RunsOf(msg.ID); n != 1 {
 					t.Fatalf("agent ran %d times, want 1", n)
 				}
 
 				// A Message reply recorded through one dialect is stored as v1.0 JSON and
 				// answered in the other's shape.
-				ask := keyedMessage(t, idempotency.NewKey(), "reply across dialects")
+				ask := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply across dialects")
 				ask.Metadata["trace"] = map[string]any{"n": 1.5, "tags": []any{"a", "b"}}
-				evs, err = send(ctx, h.client(first, "", ""), false, &a2a.SendMessageRequest{Message: ask})
+				evs, err = mwtest.Send(ctx, h.Client(first, "", ""), false, &a2a.SendMessageRequest{Message: ask})
 				if err != nil {
 					t.Fatal(err)
 				}
 				reply := evs[0].(*a2a.Message)
 				for _, streaming := range []bool{false, true} {
-					again, err := send(ctx, h.client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: ask})
+					again, err := mwtest.Send(ctx, h.Client(retry, "", ""), streaming, &a2a.SendMessageRequest{Message: ask})
 					if err != nil || len(again) != 1 {
 						t.Fatalf("retry of the reply (streaming=%v): %v, %v", streaming, again, err)
 					}
 					// (Compared as JSON: a2a-go's v0.3 client leaves an empty part
 					// metadata where v1.0's has none.)
 					got, ok := again[0].(*a2a.Message)
-					if gj, rj := jsonOf(t, got), jsonOf(t, reply); !ok || gj != rj {
+					if gj, rj := mwtest.JSONOf(t, got), mwtest.JSONOf(t, reply); !ok || gj != rj {
 						t.Fatalf("retry of the reply (streaming=%v): %s, want %s", streaming, gj, rj)
 					}
 				}
-				if n := h.agent.RunsOf(ask.ID); n != 1 {
+				if n := h.Agent.RunsOf(ask.ID); n != 1 {
 					t.Fatalf("agent ran %d times for the reply, want 1", n)
 				}
 			})
 		}
 	}
-}
-
-// jsonOf returns v as JSON.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

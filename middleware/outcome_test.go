@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -35,10 +36,10 @@ type signalIndex struct {
 }
 
 // faulty sets a harness configuration's index to a new signalIndex.
-func faulty(c *harnessConfig) *signalIndex {
+func faulty(c *mwtest.Config) *signalIndex {
 	ix := &signalIndex{FaultyIndex: testkit.NewFaultyIndex(memstore.New(memstore.Options{})),
 		claiming: make(chan struct{}, 1), waiting: make(chan struct{}, 1)}
-	c.index = ix
+	c.Index = ix
 	return ix
 }
 
@@ -91,17 +92,17 @@ type answer struct {
 
 // check checks that the client's last exchange, the answer the middleware wrote and
 // the client's error are a. m marks where the checked send starts.
-func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
+func (a answer) check(t *testing.T, h *mwtest.Harness, m mwtest.Mode, err error, at marks) {
 	t.Helper()
-	xs := h.wire.exchanges()
+	xs := h.Wire.Exchanges()
 	if a.nothing {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("client error %v, want context.Canceled", err)
 		}
 		// A stream's headers may have gone out before the client left; no event did.
-		if len(xs) > at.wire && (!m.streaming || xs[at.wire].status != http.StatusOK || strings.Contains(xs[at.wire].respBody.String(), "data:")) {
+		if len(xs) > at.wire && (!m.Streaming || xs[at.wire].Status != http.StatusOK || strings.Contains(xs[at.wire].RespBody.String(), "data:")) {
 			x := xs[at.wire]
-			t.Fatalf("the client that left got an answer: HTTP %d %s", x.status, x.respBody)
+			t.Fatalf("the client that left got an answer: HTTP %d %s", x.Status, x.RespBody)
 		}
 		return
 	}
@@ -111,10 +112,10 @@ func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
 	x := xs[at.wire]
 	// The body as the middleware wrote it: a2a-go's JSON-RPC client does not read
 	// the body of an answer that is not 200.
-	served := h.served.answers()[at.served]
-	body := served.body.String()
-	if served.code() != x.status {
-		t.Fatalf("the middleware answered %d, the client got %d", served.code(), x.status)
+	served := h.Answered.Answers()[at.served]
+	body := served.Body.String()
+	if served.Code() != x.Status {
+		t.Fatalf("the middleware answered %d, the client got %d", served.Code(), x.Status)
 	}
 	if a.ownError {
 		checkOwnError(t, m, x, body)
@@ -127,11 +128,11 @@ func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if m.binding == "HTTP+JSON" && a.restStatus != 0 {
+	if m.Binding == "HTTP+JSON" && a.restStatus != 0 {
 		status = a.restStatus
 	}
-	if x.status != status {
-		t.Fatalf("HTTP %d %s, want %d", x.status, body, status)
+	if x.Status != status {
+		t.Fatalf("HTTP %d %s, want %d", x.Status, body, status)
 	}
 	if a.ok != (err == nil) {
 		t.Fatalf("client error %v, want a result: %v", err, a.ok)
@@ -139,7 +140,7 @@ func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
 	if a.clientErr != nil && !errors.Is(err, a.clientErr) {
 		t.Fatalf("client error %v, want %v", err, a.clientErr)
 	}
-	if m.binding == "JSONRPC" && a.rpcCode != 0 {
+	if m.Binding == "JSONRPC" && a.rpcCode != 0 {
 		var env struct {
 			Error struct{ Code int } `json:"error"`
 		}
@@ -151,27 +152,8 @@ func (a answer) check(t *testing.T, h *harness, m mode, err error, at marks) {
 	if !strings.Contains(body, a.contains) {
 		t.Fatalf("body %s does not contain %q", body, a.contains)
 	}
-	if got := x.header.Get("Retry-After") != ""; got != a.retryAfter {
-		t.Fatalf("Retry-After %q, want one: %v", x.header.Get("Retry-After"), a.retryAfter)
-	}
-}
-
-// eventAt waits for the middleware to observe its n-th send (from 0) and returns it.
-func (h *harness) eventAt(n int) middleware.Event {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h.mu.Lock()
-		if len(h.events) > n {
-			e := h.events[n]
-			h.mu.Unlock()
-			return e
-		}
-		h.mu.Unlock()
-		if time.Now().After(deadline) {
-			h.t.Fatalf("no %d-th keyed send observed", n+1)
-		}
-		time.Sleep(time.Millisecond)
+	if got := x.Header.Get("Retry-After") != ""; got != a.retryAfter {
+		t.Fatalf("Retry-After %q, want one: %v", x.Header.Get("Retry-After"), a.retryAfter)
 	}
 }
 
@@ -182,25 +164,25 @@ type marks struct{ wire, served, events int }
 // case needs, calls mark just before the one checked, and returns its client error.
 type outcomeCase struct {
 	name string
-	cfg  func(*harnessConfig)
-	run  func(t *testing.T, h *harness, m mode, mark func()) error
+	cfg  func(*mwtest.Config)
+	run  func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error
 	want middleware.Outcome
 	got  answer
 	// event checks more of the checked send's Event.
-	event func(t *testing.T, h *harness, e middleware.Event)
+	event func(t *testing.T, h *mwtest.Harness, e middleware.Event)
 	// unary runs the case on unary sends only.
 	unary bool
 }
 
-func echoSend(ctx context.Context, h *harness, m mode, msg *a2a.Message) error {
-	_, err := send(ctx, h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+func echoSend(ctx context.Context, h *mwtest.Harness, m mwtest.Mode, msg *a2a.Message) error {
+	_, err := mwtest.Send(ctx, h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 	return err
 }
 
 // freshSend is the checked send of a case that needs no other: "echo" with a new key.
-func freshSend(t *testing.T, h *harness, m mode, mark func()) error {
+func freshSend(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 	mark()
-	return echoSend(context.Background(), h, m, keyedMessage(t, idempotency.NewKey(), "echo"))
+	return echoSend(context.Background(), h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "echo"))
 }
 
 var outcomeCases = []outcomeCase{
@@ -209,7 +191,7 @@ var outcomeCases = []outcomeCase{
 		run:  freshSend,
 		want: middleware.OutcomeClaimed,
 		got:  answer{ok: true, contains: "echo: echo"},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAnswer || e.IndexTime <= 0 || e.WaitTime != 0 || e.ReplayTime != 0 {
 				t.Errorf("event %+v: want bound by the answer, index time only", e)
 			}
@@ -217,11 +199,11 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "claimed/adapter",
-		cfg:  func(c *harnessConfig) { c.adapter = true },
+		cfg:  func(c *mwtest.Config) { c.Adapter = true },
 		run:  freshSend,
 		want: middleware.OutcomeClaimed,
 		got:  answer{ok: true, contains: "echo: echo"},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAdapter {
 				t.Errorf("event %+v: want bound by the adapter", e)
 			}
@@ -229,13 +211,13 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "released",
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			mark()
-			msg := keyedMessage(t, idempotency.NewKey(), "fail first")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first")
 			err := echoSend(context.Background(), h, m, msg)
 			// Released: the retry runs the send again.
-			if err := echoSend(context.Background(), h, m, msg); err != nil || h.agent.RunsOf(msg.ID) != 2 {
-				t.Errorf("retry after the release: %v, %d runs; want a second run", err, h.agent.RunsOf(msg.ID))
+			if err := echoSend(context.Background(), h, m, msg); err != nil || h.Agent.RunsOf(msg.ID) != 2 {
+				t.Errorf("retry after the release: %v, %d runs; want a second run", err, h.Agent.RunsOf(msg.ID))
 			}
 			return err
 		},
@@ -244,18 +226,18 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "failed",
-		cfg:  func(c *harnessConfig) { faulty(c).SetFail(testkit.OpRelease, true) },
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
+		cfg:  func(c *mwtest.Config) { faulty(c).SetFail(testkit.OpRelease, true) },
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			mark()
-			return echoSend(context.Background(), h, m, keyedMessage(t, idempotency.NewKey(), "fail first"))
+			return echoSend(context.Background(), h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first"))
 		},
 		want: middleware.OutcomeFailed,
 		got:  answer{ownError: true},
 	},
 	{
 		name: "replayed",
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			msg := keyedMessage(t, idempotency.NewKey(), "echo twice")
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo twice")
 			if err := echoSend(context.Background(), h, m, msg); err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +246,7 @@ var outcomeCases = []outcomeCase{
 		},
 		want: middleware.OutcomeReplayed,
 		got:  answer{ok: true, contains: "echo: echo twice"},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByNone || e.ReplayTime <= 0 || e.IndexTime <= 0 {
 				t.Errorf("event %+v: want replay and index time, bound by none", e)
 			}
@@ -272,17 +254,17 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "in_flight",
-		cfg:  func(c *harnessConfig) { c.opts.ReplayWait = 20 * time.Millisecond },
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			msg := keyedMessage(t, idempotency.NewKey(), "hold")
+		cfg:  func(c *mwtest.Config) { c.Opts.ReplayWait = 20 * time.Millisecond },
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.agent.Started, "first attempt")
+			mwtest.Within(t, h.Agent.Started, "first attempt")
 			mark()
 			return echoSend(context.Background(), h, m, msg) // the harness releases the agent at the end
 		},
 		want: middleware.OutcomeInFlight,
 		got:  answer{status: http.StatusConflict, rpcCode: -32000, contains: "still in flight", retryAfter: true},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			// ReplayWait runs from before the claim, so the wait may be a little shorter.
 			if e.WaitTime < 10*time.Millisecond {
 				t.Errorf("event %+v: want a wait time of about ReplayWait (20ms)", e)
@@ -291,20 +273,20 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "conflict",
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			key := idempotency.NewKey()
-			if err := echoSend(context.Background(), h, m, keyedMessage(t, key, "echo")); err != nil {
+			if err := echoSend(context.Background(), h, m, mwtest.KeyedMessage(t, key, "echo")); err != nil {
 				t.Fatal(err)
 			}
 			mark()
-			return echoSend(context.Background(), h, m, keyedMessage(t, key, "echo another"))
+			return echoSend(context.Background(), h, m, mwtest.KeyedMessage(t, key, "echo another"))
 		},
 		want: middleware.OutcomeConflict,
 		got:  answer{restStatus: http.StatusBadRequest, rpcCode: -32602, contains: "already held", clientErr: a2a.ErrInvalidParams},
 	},
 	{
 		name: "refused",
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo"))
 			msg.Metadata = map[string]any{idempotency.MetadataKey: "short"}
 			mark()
@@ -315,14 +297,14 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "unsupported",
-		cfg:  func(c *harnessConfig) { c.noIndex = true },
+		cfg:  func(c *mwtest.Config) { c.NoIndex = true },
 		run:  freshSend,
 		want: middleware.OutcomeUnsupported,
 		got:  answer{restStatus: http.StatusBadRequest, rpcCode: -32004, contains: "cannot honour", clientErr: a2a.ErrUnsupportedOperation},
 	},
 	{
 		name: "unavailable",
-		cfg:  func(c *harnessConfig) { c.index = failingIndex() },
+		cfg:  func(c *mwtest.Config) { c.Index = failingIndex() },
 		run:  freshSend,
 		want: middleware.OutcomeUnavailable,
 		got:  answer{status: http.StatusServiceUnavailable, rpcCode: -32000, contains: "unavailable", retryAfter: true},
@@ -333,20 +315,20 @@ var outcomeCases = []outcomeCase{
 		// middleware's own bind from the answer fails too).
 		name:  "claimed/adapter-bind-failed",
 		unary: true,
-		cfg: func(c *harnessConfig) {
+		cfg: func(c *mwtest.Config) {
 			faulty(c).SetFail(testkit.OpBind, true)
-			c.adapter = true
+			c.Adapter = true
 		},
 		run:  freshSend,
 		want: middleware.OutcomeClaimed,
 		got:  answer{ok: true, contains: "echo: echo"},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
-			if h.agent.Runs() != 1 || e.BoundBy != middleware.BoundByNone {
-				t.Errorf("event %+v, %d runs: want the agent run once and nothing bound", e, h.agent.Runs())
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
+			if h.Agent.Runs() != 1 || e.BoundBy != middleware.BoundByNone {
+				t.Errorf("event %+v, %d runs: want the agent run once and nothing bound", e, h.Agent.Runs())
 			}
 			// The adapter's log line names the send as the middleware's lines do.
 			var adapterLine string
-			for line := range strings.Lines(h.logs.String()) {
+			for line := range strings.Lines(h.Logs.String()) {
 				if strings.Contains(line, "adapter: could not bind the idempotency key") {
 					adapterLine = line
 				}
@@ -358,16 +340,16 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "task_gone",
-		cfg:  func(c *harnessConfig) { c.opts.Lease = 20 * time.Millisecond },
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			msg := keyedMessage(t, idempotency.NewKey(), "echo to be deleted")
+		cfg:  func(c *mwtest.Config) { c.Opts.Lease = 20 * time.Millisecond },
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo to be deleted")
 			claimed := time.Now()
-			first, err := send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+			first, err := mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitInactive(t, h.client(m.dialect, "", ""), taskOf(first[0]))
-			h.store.Delete(taskOf(first[0]))
+			mwtest.WaitInactive(t, h.Client(m.Dialect, "", ""), mwtest.TaskOf(first[0]))
+			h.Store.Delete(mwtest.TaskOf(first[0]))
 			time.Sleep(time.Until(claimed.Add(20 * time.Millisecond))) // the claim is older than its lease
 			mark()
 			return echoSend(context.Background(), h, m, msg)
@@ -377,17 +359,17 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "internal",
-		cfg: func(c *harnessConfig) {
-			c.tasks = func(*harness) middleware.TaskSource { return brokenTasks{} }
+		cfg: func(c *mwtest.Config) {
+			c.Tasks = func(*mwtest.Harness) middleware.TaskSource { return brokenTasks{} }
 		},
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			msg := keyedMessage(t, idempotency.NewKey(), "echo")
-			first, err := send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo")
+			first, err := mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A streaming retry of a running execution follows it instead of reading.
-			waitInactive(t, h.client(m.dialect, "", ""), taskOf(first[0]))
+			mwtest.WaitInactive(t, h.Client(m.Dialect, "", ""), mwtest.TaskOf(first[0]))
 			mark()
 			return echoSend(context.Background(), h, m, msg)
 		},
@@ -396,16 +378,16 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "abandoned/index",
-		cfg: func(c *harnessConfig) {
+		cfg: func(c *mwtest.Config) {
 			faulty(c).SetHang(testkit.OpClaim, true) // until the client leaves
-			c.opts.IndexTimeout = time.Minute
+			c.Opts.IndexTimeout = time.Minute
 		},
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			return cancelWhen(t, h, m, mark, h.index.(*signalIndex).claiming, "echo")
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			return cancelWhen(t, h, m, mark, h.Index.(*signalIndex).claiming, "echo")
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.IndexTime <= 0 {
 				t.Errorf("event %+v: want the index time of the hanging claim", e)
 			}
@@ -415,17 +397,17 @@ var outcomeCases = []outcomeCase{
 		// The forward goes on without the client until the answer binds the key; the
 		// client got nothing.
 		name: "abandoned/forward",
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			err := cancelWhen(t, h, m, mark, h.agent.Started, "hold")
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			err := cancelWhen(t, h, m, mark, h.Agent.Started, "hold")
 			// The agent answers once the server has seen the client leave.
-			answers := h.served.answers()
-			within(t, answers[len(answers)-1].left, "the server seeing the client leave")
-			h.releaseAgents()
+			answers := h.Answered.Answers()
+			mwtest.Within(t, answers[len(answers)-1].Left, "the server seeing the client leave")
+			h.ReleaseAgents()
 			return err
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.BoundBy != middleware.BoundByAnswer {
 				t.Errorf("event %+v: want the key bound by the answer that came after the client left", e)
 			}
@@ -433,19 +415,19 @@ var outcomeCases = []outcomeCase{
 	},
 	{
 		name: "abandoned/replay-wait",
-		cfg: func(c *harnessConfig) {
+		cfg: func(c *mwtest.Config) {
 			faulty(c)
-			c.opts.ReplayWait = time.Minute
+			c.Opts.ReplayWait = time.Minute
 		},
-		run: func(t *testing.T, h *harness, m mode, mark func()) error {
-			msg := keyedMessage(t, idempotency.NewKey(), "hold")
+		run: func(t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func()) error {
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold")
 			go echoSend(context.Background(), h, m, msg)
-			within(t, h.agent.Started, "first attempt")
-			return cancelWhenMsg(t, h, m, mark, h.index.(*signalIndex).waiting, msg)
+			mwtest.Within(t, h.Agent.Started, "first attempt")
+			return cancelWhenMsg(t, h, m, mark, h.Index.(*signalIndex).waiting, msg)
 		},
 		want: middleware.OutcomeAbandoned,
 		got:  answer{nothing: true},
-		event: func(t *testing.T, h *harness, e middleware.Event) {
+		event: func(t *testing.T, h *mwtest.Harness, e middleware.Event) {
 			if e.WaitTime <= 0 {
 				t.Errorf("event %+v: want a wait time", e)
 			}
@@ -454,44 +436,42 @@ var outcomeCases = []outcomeCase{
 }
 
 // cancelWhen sends a keyed message with text and cancels it when signal fires.
-func cancelWhen[T any](t *testing.T, h *harness, m mode, mark func(), signal <-chan T, text string) error {
-	return cancelWhenMsg(t, h, m, mark, signal, keyedMessage(t, idempotency.NewKey(), text))
+func cancelWhen[T any](t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func(), signal <-chan T, text string) error {
+	return cancelWhenMsg(t, h, m, mark, signal, mwtest.KeyedMessage(t, idempotency.NewKey(), text))
 }
 
-func cancelWhenMsg[T any](t *testing.T, h *harness, m mode, mark func(), signal <-chan T, msg *a2a.Message) error {
+func cancelWhenMsg[T any](t *testing.T, h *mwtest.Harness, m mwtest.Mode, mark func(), signal <-chan T, msg *a2a.Message) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	mark()
 	go func() { done <- echoSend(ctx, h, m, msg) }()
-	within(t, signal, "the point to leave at")
+	mwtest.Within(t, signal, "the point to leave at")
 	cancel()
-	return within(t, done, "the cancelled send")
+	return mwtest.Within(t, done, "the cancelled send")
 }
 
 func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		for _, oc := range outcomeCases {
 			t.Run(m.String()+"/"+oc.name, func(t *testing.T) {
-				if oc.unary && m.streaming {
+				if oc.unary && m.Streaming {
 					t.Skip("a unary case")
 				}
-				cfg := harnessConfig{served: true}
+				cfg := mwtest.Config{Served: true}
 				if oc.cfg != nil {
 					oc.cfg(&cfg)
 				}
-				h := newHarness(t, cfg)
+				h := mwtest.New(t, cfg)
 				var at marks
 				mark := func() {
-					at.wire, at.served = len(h.wire.exchanges()), len(h.served.answers())
-					h.mu.Lock()
-					at.events = len(h.events)
-					h.mu.Unlock()
+					at.wire, at.served = len(h.Wire.Exchanges()), len(h.Answered.Answers())
+					at.events = len(h.Events())
 				}
 				err := oc.run(t, h, m, mark)
-				e := h.eventAt(at.events)
+				e := h.EventAt(at.events)
 				if oc.name == "released" {
 					// The retry may be observed before the first attempt it waited for.
-					if other := h.eventAt(at.events + 1); other.Outcome == oc.want {
+					if other := h.EventAt(at.events + 1); other.Outcome == oc.want {
 						e, other = other, e
 					}
 				}
@@ -504,7 +484,7 @@ func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
 				} else {
 					oc.got.check(t, h, m, err, at)
 				}
-				if string(e.Binding) != m.binding || string(e.Version) != m.version || e.Streaming != m.streaming || e.RequestID == "" {
+				if string(e.Binding) != m.Binding || string(e.Version) != m.Version || e.Streaming != m.Streaming || e.RequestID == "" {
 					t.Errorf("event %+v: want %s and a request id", e, m)
 				}
 				if oc.event != nil {
@@ -529,25 +509,25 @@ func eventData(body string) string {
 // checkOwnError checks that x, with the body the middleware wrote, is a2a-go's
 // own error for the agent's failure, as a2a-go answers it: a JSON-RPC error, an
 // HTTP+JSON error status, or on a stream one event carrying the error; no Retry-After.
-func checkOwnError(t *testing.T, m mode, x *wireExchange, body string) {
+func checkOwnError(t *testing.T, m mwtest.Mode, x *mwtest.WireExchange, body string) {
 	t.Helper()
-	wantStatus := x.status == http.StatusOK
-	if m.binding == "HTTP+JSON" && !m.streaming {
-		wantStatus = x.status >= 400
+	wantStatus := x.Status == http.StatusOK
+	if m.Binding == "HTTP+JSON" && !m.Streaming {
+		wantStatus = x.Status >= 400
 	}
 	if !wantStatus || !strings.Contains(eventData(body), `"error"`) || !strings.Contains(body, "agent failed") {
-		t.Fatalf("HTTP %d %s, want a2a-go's error for the agent's failure", x.status, body)
+		t.Fatalf("HTTP %d %s, want a2a-go's error for the agent's failure", x.Status, body)
 	}
-	if x.header.Get("Retry-After") != "" {
-		t.Fatalf("Retry-After %q on the server's own error", x.header.Get("Retry-After"))
+	if x.Header.Get("Retry-After") != "" {
+		t.Fatalf("Retry-After %q on the server's own error", x.Header.Get("Retry-After"))
 	}
 }
 
 // checkReleased checks the first attempt of the released case: the server's own
 // error, and no key bound.
-func checkReleased(t *testing.T, h *harness, m mode, at marks, e middleware.Event) {
+func checkReleased(t *testing.T, h *mwtest.Harness, m mwtest.Mode, at marks, e middleware.Event) {
 	t.Helper()
-	checkOwnError(t, m, h.wire.exchanges()[at.wire], h.served.answers()[at.served].body.String())
+	checkOwnError(t, m, h.Wire.Exchanges()[at.wire], h.Answered.Answers()[at.served].Body.String())
 	if e.BoundBy != middleware.BoundByNone {
 		t.Errorf("event %+v: a released key bound", e)
 	}
@@ -559,13 +539,13 @@ func checkReleased(t *testing.T, h *harness, m mode, at marks, e middleware.Even
 func TestLogLinesFollowOneSend(t *testing.T) {
 	var logs testkit.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := newHarness(t, harnessConfig{opts: middleware.Options{Logger: logger}})
+	h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Logger: logger}})
 	key := idempotency.NewKey()
-	msg := keyedMessage(t, key, "fail first")
+	msg := mwtest.KeyedMessage(t, key, "fail first")
 	const id = "req-7f3a9c1e"
-	hc := &http.Client{Transport: headerTransport{base: h.hc.Transport, name: "X-Request-Id", value: id}}
+	hc := &http.Client{Transport: headerTransport{base: h.HTTP.Transport, name: "X-Request-Id", value: id}}
 	c, err := a2aclient.NewFromEndpoints(context.Background(),
-		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.srv.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.Server.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
 		a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
 		t.Fatal(err)
@@ -574,10 +554,10 @@ func TestLogLinesFollowOneSend(t *testing.T) {
 		t.Fatal("the failing send succeeded")
 	}
 	// And one without X-Request-Id: the middleware makes one up.
-	if err := echoSend(context.Background(), h, mode{jsonrpc10, false}, msg); err != nil {
+	if err := echoSend(context.Background(), h, mwtest.Mode{Dialect: mwtest.JSONRPC10}, msg); err != nil {
 		t.Fatal(err)
 	}
-	h.expectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
+	h.ExpectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
 
 	bySend := map[string][]map[string]any{}
 	for line := range strings.Lines(logs.String()) {

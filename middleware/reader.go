@@ -4,14 +4,15 @@ import (
 	"bytes"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware/internal/seam"
 )
 
 // The request types below mirror the fields of a2a-go's a2a.SendMessageRequest,
 // a2a.SendMessageConfig and a2a.Message (a2a/core.go, v2.4.0) that the middleware
 // needs, with the same Go types, the same json tags and the same pointers, and are
-// decoded with encoding/json as a2a-go decodes them. (sendConfig and message are also
-// those of a2a-go v0.3.x's MessageSendConfig and Message, in the params of its
-// JSON-RPC binding.) So they read what the server behind reads: keys matched
+// decoded with encoding/json as a2a-go decodes them. (sendConfig and message, package
+// seam's types, are also those of other versions' params: v0.3's JSON-RPC binding's.)
+// So they read what the server behind reads: keys matched
 // case-insensitively, the last of duplicate keys winning, a repeated object merged
 // into the one before it, JSON null resetting a pointer. Leaving fields out can only
 // make decoding succeed where a2a-go's fails (a bad "parts" value), never the
@@ -25,17 +26,12 @@ type sendParams struct {
 	Message *message    `json:"message"`
 }
 
-// sendConfig mirrors a2a.SendMessageConfig.
-type sendConfig struct {
-	HistoryLength *int `json:"historyLength,omitempty"`
-}
-
-// message mirrors a2a.Message.
-type message struct {
-	ID       string         `json:"messageId"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	TaskID   string         `json:"taskId,omitempty"`
-}
+// sendConfig mirrors a2a.SendMessageConfig, and message a2a.Message: the types are
+// package seam's, so that a dialect of another version decodes into them too.
+type (
+	sendConfig = seam.Config
+	message    = seam.Message
+)
 
 // fill copies what the core needs from p into s.
 func (p *sendParams) fill(s *send) {

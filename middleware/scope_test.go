@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -96,13 +97,13 @@ func TestOneBodyTwoTenants(t *testing.T) {
 		{"default", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: c.scope}})
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Scope: c.scope}})
 			key, id := idempotency.NewKey(), "path-tenant-"+idempotency.NewKey()
 			msg := `{"messageId":"` + id + `","role":"ROLE_USER","parts":[{"text":"hi"}],` +
 				`"metadata":{"` + idempotency.MetadataKey + `":"` + key + `"}}`
 			post := func(url, body string) string {
 				t.Helper()
-				resp, err := h.hc.Post(h.srv.URL+url, "application/json", strings.NewReader(body))
+				resp, err := h.HTTP.Post(h.Server.URL+url, "application/json", strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -131,7 +132,7 @@ func TestOneBodyTwoTenants(t *testing.T) {
 			if a, g, a2 := rpc("acme"), rpc("globex"), rest("acme"); a != acme || g != globex || a2 != acme {
 				t.Fatalf("retries got %s, %s, %s; want %s, %s, %s", a, g, a2, acme, globex, acme)
 			}
-			if n := h.agent.RunsOf(id); n != 2 {
+			if n := h.Agent.RunsOf(id); n != 2 {
 				t.Fatalf("agent ran %d times, want 2", n)
 			}
 		})
@@ -150,7 +151,7 @@ func TestTenantsReadAnotherVersionsPrefixAsNoTenant(t *testing.T) {
 	}
 	routes.LearnCard([]byte(`{"supportedInterfaces":[{"url":"http://up/a2a/rest","protocolBinding":"HTTP+JSON","protocolVersion":"0.3"}]}`), "")
 	var scopes []string
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Tenants: routes, Logger: discardLogger(),
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Tenants: routes, Logger: mwtest.DiscardLogger(),
 		Observe: func(e middleware.Event) { scopes = append(scopes, string(e.Version)+" "+e.Scope) }})
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func (f foreignREST) readSend(prefix string, streaming bool, body []byte) (*send
 
 // fillParams copies what the core needs from p into s.
 func fillParams(s *send, p seam.Params) {
-	fillSend(s, (*sendConfig)(p.Config), (*message)(p.Message))
+	fillSend(s, p.Config, p.Message)
 }
 
 // HistoryLength is s.historyLength, for seam.Send.

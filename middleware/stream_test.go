@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -41,19 +42,6 @@ func stream(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReques
 	return out
 }
 
-// within receives from ch, or fails after a while: a deadlock is a failure.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		var zero T
-		return zero
-	}
-}
-
 // next returns the next item of s, or fails after a while.
 func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	t.Helper()
@@ -68,12 +56,12 @@ func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 
 // A streaming retry of a running task gets the task, then its later events live.
 func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
-	for _, d := range dialects {
+	for _, d := range mwtest.Dialects {
 		t.Run(d.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(d, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(d, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "block until released")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
 
 			first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
 			it, _ := next(t, first)
@@ -81,7 +69,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			if it.err != nil || !ok {
 				t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
 			}
-			waitState(t, c, task.ID, a2a.TaskStateWorking)
+			mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
 
 			retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
 			it, _ = next(t, retry)
@@ -94,7 +82,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			}
 
 			// Only now does the agent go on: what follows reaches the retry live.
-			h.releaseAgents()
+			h.ReleaseAgents()
 			var later []a2a.Event
 			for {
 				it, ok := next(t, retry)
@@ -112,12 +100,12 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 					artifact = true
 				}
 			}
-			if !artifact || finalState(later) != a2a.TaskStateCompleted {
+			if !artifact || mwtest.FinalState(later) != a2a.TaskStateCompleted {
 				t.Fatalf("retry's later events %v: want the artifact and completion", later)
 			}
 			for range first {
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -153,41 +141,41 @@ func (l *lookupSignal) Lookup(ctx context.Context, scope, key string) (idempoten
 // 409 with Retry-After; a retry still waiting when the first attempt binds its task
 // gets that task.
 func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			idx := &lookupSignal{KeyIndex: memstore.New(memstore.Options{})}
-			h := newHarness(t, harnessConfig{index: idx, opts: middleware.Options{ReplayWait: 10 * time.Second}})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{Index: idx, Opts: middleware.Options{ReplayWait: 10 * time.Second}})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "hold the first attempt")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold the first attempt")
 
 			firstDone := make(chan streamItem, 1)
 			go func() {
-				evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				var ev a2a.Event
 				if len(evs) > 0 {
 					ev = evs[0]
 				}
 				firstDone <- streamItem{ev, err}
 			}()
-			within(t, h.agent.Started, "agent start") // claimed, forwarded, and the agent holds
+			mwtest.Within(t, h.Agent.Started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
-			short := h.client(m.dialect, "", h.secondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
-			_, err := send(ctx, short, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			short := h.Client(m.Dialect, "", h.SecondServer(middleware.Options{ReplayWait: 50 * time.Millisecond}))
+			_, err := mwtest.Send(ctx, short, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			switch {
 			case err == nil:
 				t.Fatal("retry while in flight succeeded")
-			case m.binding == "JSONRPC" && !strings.Contains(err.Error(), "409"):
+			case m.Binding == "JSONRPC" && !strings.Contains(err.Error(), "409"):
 				t.Fatalf("retry while in flight: %v, want HTTP 409", err)
-			case m.binding == "HTTP+JSON" && (!errors.Is(err, a2a.ErrServerError) || !strings.Contains(err.Error(), "still in flight")):
+			case m.Binding == "HTTP+JSON" && (!errors.Is(err, a2a.ErrServerError) || !strings.Contains(err.Error(), "still in flight")):
 				t.Fatalf("retry while in flight: %v, want a server error saying the first send is still in flight", err)
 			}
-			x := h.wire.last()
+			x := h.Wire.Last()
 			// The lease (30 s) is extended every 10 s or so while the first attempt
 			// runs: the time left is between 20 and 30 s.
-			if ra, err := strconv.Atoi(x.header.Get("Retry-After")); x.status != 409 || err != nil || ra < 19 || ra > 30 {
-				t.Fatalf("answer %d with Retry-After %q, want 409 and the lease left (20 to 30 s)", x.status, x.header.Get("Retry-After"))
+			if ra, err := strconv.Atoi(x.Header.Get("Retry-After")); x.Status != 409 || err != nil || ra < 19 || ra > 30 {
+				t.Fatalf("answer %d with Retry-After %q, want 409 and the lease left (20 to 30 s)", x.Status, x.Header.Get("Retry-After"))
 			}
 
 			// A retry in this process waits; it gets the task once the first attempt
@@ -195,23 +183,23 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			looked := idx.arm()
 			retryDone := make(chan streamItem, 1)
 			go func() {
-				evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				var ev a2a.Event
 				if len(evs) > 0 {
 					ev = evs[0]
 				}
 				retryDone <- streamItem{ev, err}
 			}()
-			within(t, looked, "the retry's wait")
-			h.releaseAgents()
-			first, retry := within(t, firstDone, "first send"), within(t, retryDone, "waiting retry")
-			if first.err != nil || retry.err != nil || taskOf(first.ev) == "" || taskOf(first.ev) != taskOf(retry.ev) {
+			mwtest.Within(t, looked, "the retry's wait")
+			h.ReleaseAgents()
+			first, retry := mwtest.Within(t, firstDone, "first send"), mwtest.Within(t, retryDone, "waiting retry")
+			if first.err != nil || retry.err != nil || mwtest.TaskOf(first.ev) == "" || mwtest.TaskOf(first.ev) != mwtest.TaskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
-			h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight, middleware.OutcomeReplayed)
+			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight, middleware.OutcomeReplayed)
 		})
 	}
 }
@@ -224,19 +212,19 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 		keys = 100
 	}
 	const concurrent = 64
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 10 * time.Second}})
-			h.wire.discard = true
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{ReplayWait: 10 * time.Second}})
+			h.Wire.Discard = true
+			c := h.Client(m.Dialect, "", "")
 			start := time.Now()
 			for k := range keys {
-				msg := keyedMessage(t, idempotency.NewKey(), "echo concurrent "+strconv.Itoa(k))
+				msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo concurrent "+strconv.Itoa(k))
 				results := make(chan streamItem, concurrent)
 				var wg sync.WaitGroup
 				for range concurrent {
 					wg.Go(func() {
-						evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+						evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 						var ev a2a.Event
 						if len(evs) > 0 {
 							ev = evs[0]
@@ -248,21 +236,21 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 				close(results)
 				var id a2a.TaskID
 				for r := range results {
-					if r.err != nil || taskOf(r.ev) == "" {
+					if r.err != nil || mwtest.TaskOf(r.ev) == "" {
 						t.Fatalf("key %d: answer %v, %v", k, r.ev, r.err)
 					}
 					if id == "" {
-						id = taskOf(r.ev)
+						id = mwtest.TaskOf(r.ev)
 					}
-					if taskOf(r.ev) != id {
-						t.Fatalf("key %d: answers name tasks %s and %s", k, id, taskOf(r.ev))
+					if mwtest.TaskOf(r.ev) != id {
+						t.Fatalf("key %d: answers name tasks %s and %s", k, id, mwtest.TaskOf(r.ev))
 					}
 				}
-				if n := h.agent.RunsOf(msg.ID); n != 1 {
+				if n := h.Agent.RunsOf(msg.ID); n != 1 {
 					t.Fatalf("key %d: agent ran %d times, want 1", k, n)
 				}
 			}
-			if n := h.agent.Runs(); n != int64(keys) {
+			if n := h.Agent.Runs(); n != int64(keys) {
 				t.Fatalf("agent ran %d times for %d keys", n, keys)
 			}
 			t.Logf("%d keys × %d concurrent sends: %v", keys, concurrent, time.Since(start))
@@ -275,41 +263,41 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 // identical retry waits and gets 409, and never runs the agent again; once the agent
 // goes on and answers, the key is bound, and a retry gets the task.
 func TestClientGoneForwardGoesOn(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
-			c := h.client(m.dialect, "", "")
-			msg := keyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
+			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
+			c := h.Client(m.Dialect, "", "")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				_, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				done <- err
 			}()
-			within(t, h.agent.Started, "agent start")
+			mwtest.Within(t, h.Agent.Started, "agent start")
 			cancel()
-			if err := within(t, done, "cancelled send"); err == nil {
+			if err := mwtest.Within(t, done, "cancelled send"); err == nil {
 				t.Fatal("cancelled send succeeded")
 			}
 
-			_, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
-			if x := h.wire.last(); err == nil || x.status != http.StatusConflict {
-				t.Fatalf("retry while the first attempt holds: %v (HTTP %d), want 409", err, x.status)
+			_, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+			if x := h.Wire.Last(); err == nil || x.Status != http.StatusConflict {
+				t.Fatalf("retry while the first attempt holds: %v (HTTP %d), want 409", err, x.Status)
 			}
-			h.expectOutcomes(middleware.OutcomeInFlight)
+			h.ExpectOutcomes(middleware.OutcomeInFlight)
 
-			h.releaseAgents()
+			h.ReleaseAgents()
 			// The first attempt's client got nothing: abandoned, its key bound by the
 			// answer that came after it left.
-			h.expectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeAbandoned)
-			if e := h.lastEvent(); e.Outcome != middleware.OutcomeAbandoned || e.BoundBy != middleware.BoundByAnswer {
+			h.ExpectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeAbandoned)
+			if e := h.LastEvent(); e.Outcome != middleware.OutcomeAbandoned || e.BoundBy != middleware.BoundByAnswer {
 				t.Fatalf("first attempt observed as %+v, want abandoned with its key bound by the answer", e)
 			}
-			evs, err := send(context.Background(), c, m.streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil || len(evs) == 0 || taskOf(evs[0]) == "" {
+			evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
 				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
@@ -366,24 +354,24 @@ func (w *dropWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // starts with an update: the middleware reads the task and sends it first.
 func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	dropper := &firstEventDropper{dropped: make(chan struct{}, 1)}
-	h := newHarness(t, harnessConfig{wrap: func(next http.Handler) http.Handler {
+	h := mwtest.New(t, mwtest.Config{Wrap: func(next http.Handler) http.Handler {
 		dropper.next = next
 		return dropper
 	}})
-	c := h.client(jsonrpc10, "", "")
+	c := h.Client(mwtest.JSONRPC10, "", "")
 	ctx := context.Background()
-	msg := keyedMessage(t, idempotency.NewKey(), "block until released")
+	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
 	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
 	it, _ := next(t, first)
 	task, ok := it.ev.(*a2a.Task)
 	if it.err != nil || !ok {
 		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
 	}
-	waitState(t, c, task.ID, a2a.TaskStateWorking)
+	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
 
 	retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
-	h.releaseAgents()
+	mwtest.Within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
+	h.ReleaseAgents()
 	it, _ = next(t, retry)
 	if got, ok := it.ev.(*a2a.Task); it.err != nil || !ok || got.ID != task.ID {
 		t.Fatalf("retry's first event: %#v, %v; want task %s", it.ev, it.err, task.ID)
@@ -399,12 +387,12 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 		}
 		later = append(later, it.ev)
 	}
-	if finalState(later) != a2a.TaskStateCompleted {
+	if mwtest.FinalState(later) != a2a.TaskStateCompleted {
 		t.Fatalf("retry's later events %v: want the completion", later)
 	}
 	for range first {
 	}
-	if n := h.agent.RunsOf(msg.ID); n != 1 {
+	if n := h.Agent.RunsOf(msg.ID); n != 1 {
 		t.Fatalf("agent ran %d times, want 1", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 )
 
 // A v1.0 HTTP+JSON server whose send paths also end in /v1/message:send, v0.3's
@@ -18,11 +19,11 @@ import (
 // drops the history (v0.3 would read it as absent), the tenant is the scope, and a
 // Message reply is replayed in v1.0's shape.
 func TestV1RESTUnderV1Prefix(t *testing.T) {
-	h := newHarness(t, harnessConfig{mount: func(mux *http.ServeMux, rh a2asrv.RequestHandler) {
+	h := mwtest.New(t, mwtest.Config{Mount: func(mux *http.ServeMux, rh a2asrv.RequestHandler) {
 		mux.Handle("/api/v1/", http.StripPrefix("/api/v1", a2asrv.NewRESTHandler(rh)))
 	}})
 	underV1, err := a2aclient.NewFromEndpoints(context.Background(),
-		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.srv.URL+"/api/v1", a2a.TransportProtocolHTTPJSON)}, a2aclient.WithRESTTransport(h.hc))
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(h.Server.URL+"/api/v1", a2a.TransportProtocolHTTPJSON)}, a2aclient.WithRESTTransport(h.HTTP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,39 +35,39 @@ func TestV1RESTUnderV1Prefix(t *testing.T) {
 		tenant string
 	}{
 		{"mounted under /api/v1", underV1, "/api/v1/message:send", ""},
-		{"tenant v1", h.client(rest10, "v1", ""), "/t/v1/message:send", "v1"},
+		{"tenant v1", h.Client(mwtest.REST10, "v1", ""), "/t/v1/message:send", "v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg := keyedMessage(t, idempotency.NewKey(), "echo under v1")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo under v1")
 			first, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if x := h.wire.last(); x.path != tc.path {
-				t.Fatalf("sent to %s, want %s", x.path, tc.path)
+			if x := h.Wire.Last(); x.Path != tc.path {
+				t.Fatalf("sent to %s, want %s", x.Path, tc.path)
 			}
 			retry, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			task := retry.(*a2a.Task)
-			if task.ID != first.(*a2a.Task).ID || len(task.History) != 0 || h.agent.RunsOf(msg.ID) != 1 {
+			if task.ID != first.(*a2a.Task).ID || len(task.History) != 0 || h.Agent.RunsOf(msg.ID) != 1 {
 				t.Fatalf("retry: task %s with %d history messages, agent ran %d times; want task %s, no history, one run",
-					task.ID, len(task.History), h.agent.RunsOf(msg.ID), first.(*a2a.Task).ID)
+					task.ID, len(task.History), h.Agent.RunsOf(msg.ID), first.(*a2a.Task).ID)
 			}
-			if e := h.lastEvent(); e.Version != "1.0" || e.Scope != tc.tenant {
+			if e := h.LastEvent(); e.Version != "1.0" || e.Scope != tc.tenant {
 				t.Fatalf("last event %+v: want version 1.0, scope %q", e, tc.tenant)
 			}
 
-			ask := keyedMessage(t, idempotency.NewKey(), "reply under v1")
+			ask := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply under v1")
 			ask.Metadata["trace"] = map[string]any{"tags": []any{"a"}}
 			reply, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
 			if err != nil {
 				t.Fatal(err)
 			}
 			again, err := tc.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: ask})
-			if err != nil || jsonOf(t, again) != jsonOf(t, reply) || h.agent.RunsOf(ask.ID) != 1 {
-				t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+			if err != nil || mwtest.JSONOf(t, again) != mwtest.JSONOf(t, reply) || h.Agent.RunsOf(ask.ID) != 1 {
+				t.Fatalf("retry of the reply: %s (%v), want %s once", mwtest.JSONOf(t, again), err, mwtest.JSONOf(t, reply))
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -26,17 +27,17 @@ import (
 // bytes the client sent, and the client receives exactly the bytes the wrapped
 // handler wrote, through net/http's own ResponseWriter.
 func TestUnkeyedTrafficIsUntouched(t *testing.T) {
-	h := newHarness(t, harnessConfig{record: true})
+	h := mwtest.New(t, mwtest.Config{Record: true})
 	ctx := context.Background()
-	for _, m := range modes {
-		c := h.client(m.dialect, "", "")
+	for _, m := range mwtest.Modes {
+		c := h.Client(m.Dialect, "", "")
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
 		msg.Metadata = map[string]any{"trace": "abc"}
-		evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+		evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
-		if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: taskOf(evs[0])}); err != nil {
+		if _, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: mwtest.TaskOf(evs[0])}); err != nil {
 			t.Fatalf("%s: GetTask: %v", m, err)
 		}
 	}
@@ -51,15 +52,15 @@ func TestUnkeyedTrafficIsUntouched(t *testing.T) {
 		{"POST", "/jsonrpc", `[{"jsonrpc":"2.0","id":9,"method":"SendMessage"}] ` + idempotency.MetadataKey},
 		{"POST", "/jsonrpc", `not json ` + idempotency.MetadataKey},
 		{"GET", "/rest/tasks/nope", ""},
-		{"POST", jsonrpc03Path, `{"jsonrpc":"2.0","id":10,"method":"message/send","params":{"message":{"kind":"message","messageId":"esc-3",` +
+		{"POST", mwtest.JSONRPC03Path, `{"jsonrpc":"2.0","id":10,"method":"message/send","params":{"message":{"kind":"message","messageId":"esc-3",` +
 			`"role":"user","parts":[{"kind":"text","text":"echo \/"}],"metadata":{"a2a-rust.com\/other":"x"}}}}`},
-		{"POST", jsonrpc03Path, `{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"id":"nope","metadata":{"` + idempotency.MetadataKey + `":1}}}`},
+		{"POST", mwtest.JSONRPC03Path, `{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"id":"nope","metadata":{"` + idempotency.MetadataKey + `":1}}}`},
 		{"POST", "/v1/message:send", `{"message":{"messageId":"esc-4","role":"ROLE_USER","content":[{"text":"echo \/"}]}}`},
 		{"GET", "/v1/tasks/nope", ""},
 	}
 	for _, rq := range raw {
-		req, _ := http.NewRequest(rq.method, h.srv.URL+rq.path, strings.NewReader(rq.body))
-		resp, err := h.hc.Do(req)
+		req, _ := http.NewRequest(rq.method, h.Server.URL+rq.path, strings.NewReader(rq.body))
+		resp, err := h.HTTP.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", rq.method, rq.path, err)
 		}
@@ -67,61 +68,61 @@ func TestUnkeyedTrafficIsUntouched(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	sent := h.wire.exchanges()
-	got := h.innerR.exchanges()
-	if len(sent) != len(got) || len(sent) != 2*len(modes)+len(raw) {
+	sent := h.Wire.Exchanges()
+	got := h.Received.Exchanges()
+	if len(sent) != len(got) || len(sent) != 2*len(mwtest.Modes)+len(raw) {
 		t.Fatalf("client made %d requests, wrapped handler saw %d", len(sent), len(got))
 	}
 	for i := range sent {
 		s, g := sent[i], got[i]
-		if s.method != g.method || s.path != g.path || !bytes.Equal(s.reqBody, g.reqBody) {
-			t.Fatalf("request %d: client sent %s %s %q, handler got %s %s %q", i, s.method, s.path, s.reqBody, g.method, g.path, g.reqBody)
+		if s.Method != g.Method || s.Path != g.Path || !bytes.Equal(s.ReqBody, g.ReqBody) {
+			t.Fatalf("request %d: client sent %s %s %q, handler got %s %s %q", i, s.Method, s.Path, s.ReqBody, g.Method, g.Path, g.ReqBody)
 		}
-		if !bytes.Equal(s.respBody.Bytes(), g.respBody.Bytes()) {
-			t.Fatalf("request %d (%s %s): client got %q, handler wrote %q", i, s.method, s.path, s.respBody.Bytes(), g.respBody.Bytes())
+		if !bytes.Equal(s.RespBody.Bytes(), g.RespBody.Bytes()) {
+			t.Fatalf("request %d (%s %s): client got %q, handler wrote %q", i, s.Method, s.Path, s.RespBody.Bytes(), g.RespBody.Bytes())
 		}
-		if g.wrapped {
-			t.Fatalf("request %d (%s %s): the wrapped handler got a wrapped ResponseWriter", i, s.method, s.path)
+		if g.Wrapped {
+			t.Fatalf("request %d (%s %s): the wrapped handler got a wrapped ResponseWriter", i, s.Method, s.Path)
 		}
-		if s.header.Get("A2A-Extensions") != "" {
+		if s.Header.Get("A2A-Extensions") != "" {
 			t.Fatalf("request %d: unkeyed answer carries A2A-Extensions", i)
 		}
 	}
-	if len(h.outcomes()) != 0 {
-		t.Fatalf("observed %v for unkeyed traffic", h.outcomes())
+	if len(h.Outcomes()) != 0 {
+		t.Fatalf("observed %v for unkeyed traffic", h.Outcomes())
 	}
 }
 
 // Every answer to a keyed send the middleware handled names the extension.
 func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
 			key := idempotency.NewKey()
-			msg := keyedMessage(t, key, "echo header")
-			send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})                            // claimed
-			send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})                            // replayed
-			send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo x")}) // conflict
+			msg := mwtest.KeyedMessage(t, key, "echo header")
+			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // claimed
+			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // replayed
+			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, key, "echo x")}) // conflict
 			bad := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo bad"))
 			bad.Metadata = map[string]any{idempotency.MetadataKey: "short"}
-			send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: bad}) // refused
-			xs := h.wire.exchanges()
+			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: bad}) // refused
+			xs := h.Wire.Exchanges()
 			if len(xs) != 4 {
 				t.Fatalf("%d exchanges", len(xs))
 			}
 			for i, x := range xs {
-				if got := x.header.Values("A2A-Extensions"); !slices.Equal(got, []string{idempotency.ExtensionURI}) {
-					t.Fatalf("answer %d (%v): A2A-Extensions %q", i, h.outcomes(), got)
+				if got := x.Header.Values("A2A-Extensions"); !slices.Equal(got, []string{idempotency.ExtensionURI}) {
+					t.Fatalf("answer %d (%v): A2A-Extensions %q", i, h.Outcomes(), got)
 				}
 				// v0.3 names active extensions in X-A2A-Extensions.
 				want := []string(nil)
-				if m.version == "0.3" {
+				if m.Version == "0.3" {
 					want = []string{idempotency.ExtensionURI}
 				}
-				if got := x.header.Values("X-A2A-Extensions"); !slices.Equal(got, want) {
-					t.Fatalf("answer %d (%v): X-A2A-Extensions %q, want %q", i, h.outcomes(), got, want)
+				if got := x.Header.Values("X-A2A-Extensions"); !slices.Equal(got, want) {
+					t.Fatalf("answer %d (%v): X-A2A-Extensions %q, want %q", i, h.Outcomes(), got, want)
 				}
 			}
 		})
@@ -136,27 +137,27 @@ func failingIndex() idempotency.KeyIndex {
 }
 
 func TestIndexFailureFailsClosed(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{index: failingIndex()})
-			c := h.client(m.dialect, "", "")
+			h := mwtest.New(t, mwtest.Config{Index: failingIndex()})
+			c := h.Client(m.Dialect, "", "")
 			ctx := context.Background()
-			msg := keyedMessage(t, idempotency.NewKey(), "echo must not run")
-			evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo must not run")
+			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 			if err == nil {
 				t.Fatalf("keyed send with a failing index: %v, want an error", evs)
 			}
-			if m.binding == "HTTP+JSON" && !errors.Is(err, a2a.ErrServerError) {
+			if m.Binding == "HTTP+JSON" && !errors.Is(err, a2a.ErrServerError) {
 				t.Fatalf("error %v, want ErrServerError", err)
 			}
-			x := h.wire.last()
-			if x.status != http.StatusServiceUnavailable || x.header.Get("Retry-After") != "1" {
-				t.Fatalf("answer %d, Retry-After %q; want 503 with Retry-After", x.status, x.header.Get("Retry-After"))
+			x := h.Wire.Last()
+			if x.Status != http.StatusServiceUnavailable || x.Header.Get("Retry-After") != "1" {
+				t.Fatalf("answer %d, Retry-After %q; want 503 with Retry-After", x.Status, x.Header.Get("Retry-After"))
 			}
-			body := x.respBody.Bytes()
-			if m.binding == "JSONRPC" {
+			body := x.RespBody.Bytes()
+			if m.Binding == "JSONRPC" {
 				// a2a-go's JSON-RPC client reports the status without reading the body.
-				resp, b := httpDo(t, h.hc, "POST", h.srv.URL+x.path, string(x.reqBody), nil)
+				resp, b := httpDo(t, h.HTTP, "POST", h.Server.URL+x.Path, string(x.ReqBody), nil)
 				if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Content-Type") != "application/json" {
 					t.Fatalf("raw retry: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 				}
@@ -178,28 +179,28 @@ func TestIndexFailureFailsClosed(t *testing.T) {
 				!strings.Contains(e.Message, "unavailable") {
 				t.Fatalf("body %q does not say in the binding's shape that the index is unavailable", body)
 			}
-			if want := map[string]string{"JSONRPC": "", "HTTP+JSON": "UNAVAILABLE"}[m.binding]; e.Status != want {
+			if want := map[string]string{"JSONRPC": "", "HTTP+JSON": "UNAVAILABLE"}[m.Binding]; e.Status != want {
 				t.Fatalf("body %q: status %q, want %q", body, e.Status, want)
 			}
-			if m.binding == "JSONRPC" && (e.Code != -32000 || len(envelope.ID) < 3) {
+			if m.Binding == "JSONRPC" && (e.Code != -32000 || len(envelope.ID) < 3) {
 				t.Fatalf("body %q: want code -32000 and the request's id", body)
 			}
 			// A v0.3 JSON-RPC error has no data: the two v0.3 clients of a2a-go read it
 			// in shapes that exclude each other.
 			json.Unmarshal(envelope.Error, &data)
-			if hasData := len(data.Data) > 0; m.binding == "JSONRPC" && hasData != (m.version == "1.0") {
-				t.Fatalf("body %q: data present %v in version %s", body, hasData, m.version)
+			if hasData := len(data.Data) > 0; m.Binding == "JSONRPC" && hasData != (m.Version == "1.0") {
+				t.Fatalf("body %q: data present %v in version %s", body, hasData, m.Version)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 0 {
+			if n := h.Agent.RunsOf(msg.ID); n != 0 {
 				t.Fatalf("agent ran %d times", n)
 			}
 			unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
-			if evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: unkeyed}); err != nil || finalState(evs) != a2a.TaskStateCompleted {
+			if evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: unkeyed}); err != nil || mwtest.FinalState(evs) != a2a.TaskStateCompleted {
 				t.Fatalf("unkeyed send: %v, %v", evs, err)
 			}
-			for _, o := range h.outcomes() {
+			for _, o := range h.Outcomes() {
 				if o != middleware.OutcomeUnavailable {
-					t.Fatalf("observed %v, want only unavailable", h.outcomes())
+					t.Fatalf("observed %v, want only unavailable", h.Outcomes())
 				}
 			}
 		})
@@ -217,29 +218,29 @@ func (h honouring) HonoursKeys(context.Context) bool { return h.ok }
 func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 	for _, cfg := range []struct {
 		name string
-		cfg  harnessConfig
+		cfg  mwtest.Config
 	}{
-		{"nil index", harnessConfig{noIndex: true}},
-		{"not honouring", harnessConfig{index: honouring{KeyIndex: failingIndex(), ok: false}}},
+		{"nil index", mwtest.Config{NoIndex: true}},
+		{"not honouring", mwtest.Config{Index: honouring{KeyIndex: failingIndex(), ok: false}}},
 	} {
-		for _, m := range modes {
+		for _, m := range mwtest.Modes {
 			t.Run(cfg.name+"/"+m.String(), func(t *testing.T) {
-				h := newHarness(t, cfg.cfg)
-				c := h.client(m.dialect, "", "")
+				h := mwtest.New(t, cfg.cfg)
+				c := h.Client(m.Dialect, "", "")
 				ctx := context.Background()
-				msg := keyedMessage(t, idempotency.NewKey(), "echo keyed")
-				evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: msg})
+				msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo keyed")
+				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 				if !errors.Is(err, a2a.ErrUnsupportedOperation) || !strings.Contains(err.Error(), "cannot honour") {
 					t.Fatalf("keyed send: %v, %v; want ErrUnsupportedOperation saying it cannot honour the key", evs, err)
 				}
-				if x := h.wire.last(); m.binding == "HTTP+JSON" && (x.status != 400 || !strings.Contains(string(x.respBody.Bytes()), `"UNIMPLEMENTED"`)) {
-					t.Fatalf("answer %d %s, want 400 UNIMPLEMENTED", x.status, x.respBody.Bytes())
+				if x := h.Wire.Last(); m.Binding == "HTTP+JSON" && (x.Status != 400 || !strings.Contains(string(x.RespBody.Bytes()), `"UNIMPLEMENTED"`)) {
+					t.Fatalf("answer %d %s, want 400 UNIMPLEMENTED", x.Status, x.RespBody.Bytes())
 				}
-				if n := h.agent.RunsOf(msg.ID); n != 0 {
+				if n := h.Agent.RunsOf(msg.ID); n != 0 {
 					t.Fatalf("agent ran %d times", n)
 				}
 				unkeyed := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo unkeyed"))
-				if evs, err := send(ctx, c, m.streaming, &a2a.SendMessageRequest{Message: unkeyed}); err != nil || finalState(evs) != a2a.TaskStateCompleted {
+				if evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: unkeyed}); err != nil || mwtest.FinalState(evs) != a2a.TaskStateCompleted {
 					t.Fatalf("unkeyed send: %v, %v", evs, err)
 				}
 			})
@@ -248,7 +249,7 @@ func TestIndexThatCannotHonourRefusesKeyedSends(t *testing.T) {
 }
 
 func TestOversizeBodyGets413(t *testing.T) {
-	h := newHarness(t, harnessConfig{opts: middleware.Options{MaxBodyBytes: 1024}})
+	h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{MaxBodyBytes: 1024}})
 	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"` +
 		strings.Repeat("x", 2000) + `"}]}}}`
 	for _, tc := range []struct {
@@ -260,14 +261,14 @@ func TestOversizeBodyGets413(t *testing.T) {
 		{"/jsonrpc", true, `"code":-32600`},
 		{"/rest/message:send", false, `"status":"INVALID_ARGUMENT"`},
 		{"/t/acme/message%3Astream", true, `"status":"INVALID_ARGUMENT"`},
-		{jsonrpc03Path, false, `"code":-32600`},
+		{mwtest.JSONRPC03Path, false, `"code":-32600`},
 		{"/v1/message:stream", true, `"status":"INVALID_ARGUMENT"`},
 	} {
 		var body io.Reader = strings.NewReader(big)
 		if tc.chunked {
 			body = io.MultiReader(body) // unknown length: sent chunked
 		}
-		resp, err := h.hc.Post(h.srv.URL+tc.path, "application/json", body)
+		resp, err := h.HTTP.Post(h.Server.URL+tc.path, "application/json", body)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
 		}
@@ -278,12 +279,12 @@ func TestOversizeBodyGets413(t *testing.T) {
 			t.Fatalf("%s (chunked=%v): %d %q", tc.path, tc.chunked, resp.StatusCode, got)
 		}
 	}
-	if n := h.agent.Runs(); n != 0 {
+	if n := h.Agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 	// Small bodies still pass.
-	c := h.client(jsonrpc10, "", "")
-	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: keyedMessage(t, idempotency.NewKey(), "echo small")}); err != nil {
+	c := h.Client(mwtest.JSONRPC10, "", "")
+	if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, idempotency.NewKey(), "echo small")}); err != nil {
 		t.Fatalf("small keyed send: %v", err)
 	}
 }
@@ -305,10 +306,10 @@ func TestResponseControllerThroughMiddleware(t *testing.T) {
 		res.flushErr = rc.Flush()
 		results <- res
 	})
-	h := newHarness(t, harnessConfig{inner: inner})
+	h := mwtest.New(t, mwtest.Config{Inner: inner})
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
 		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
-	resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+	resp, err := h.HTTP.Post(h.Server.URL+"/jsonrpc", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestResponseControllerThroughMiddleware(t *testing.T) {
 	if !res.flusher || res.flushErr != nil || res.deadlineErr != nil {
 		t.Fatalf("through the middleware: Flusher %v, Flush %v, SetWriteDeadline %v", res.flusher, res.flushErr, res.deadlineErr)
 	}
-	h.expectOutcomes(middleware.OutcomeClaimed)
+	h.ExpectOutcomes(middleware.OutcomeClaimed)
 }
 
 // A send whose answer the middleware cannot read leaves the key pending; it is not
@@ -328,11 +329,11 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"weird":true}}`)
 	})
-	h := newHarness(t, harnessConfig{inner: inner, opts: middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: time.Hour}})
+	h := mwtest.New(t, mwtest.Config{Inner: inner, Opts: middleware.Options{ReplayWait: 50 * time.Millisecond, Lease: time.Hour}})
 	body := `{"jsonrpc":"2.0","id":"r-1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
 		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"0123456789abcdef0123"}}}}`
 	for i, want := range []int{200, 409} {
-		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+		resp, err := h.HTTP.Post(h.Server.URL+"/jsonrpc", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,8 +359,8 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 			}
 		}
 	}
-	h.expectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight)
-	logs := h.logs.String()
+	h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight)
+	logs := h.Logs.String()
 	if !strings.Contains(logs, "could not learn what a keyed send produced") {
 		t.Fatalf("logs %q do not explain the pending key", logs)
 	}
@@ -371,12 +372,12 @@ func TestUnreadableAnswerKeepsKeyPending(t *testing.T) {
 
 // Keys never reach logs in full above debug level.
 func TestLogsRedactKeys(t *testing.T) {
-	h := newHarness(t, harnessConfig{index: failingIndex()})
+	h := mwtest.New(t, mwtest.Config{Index: failingIndex()})
 	key := idempotency.NewKey()
-	for _, m := range modes {
-		send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: keyedMessage(t, key, "echo")})
+	for _, m := range mwtest.Modes {
+		mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, key, "echo")})
 	}
-	logs := h.logs.String()
+	logs := h.Logs.String()
 	if !strings.Contains(logs, idempotency.RedactKey(key)) || strings.Contains(logs, key) {
 		t.Fatalf("logs %q: want the redacted key only", logs)
 	}
@@ -405,15 +406,15 @@ func TestScopeErrorRefuses(t *testing.T) {
 		}
 		return r.Header.Get("X-Principal") + "/" + tenant, nil
 	}
-	h := newHarness(t, harnessConfig{opts: middleware.Options{Scope: scope}})
-	for _, m := range modes {
-		_, err := send(context.Background(), h.client(m.dialect, "", ""), m.streaming,
-			&a2a.SendMessageRequest{Message: keyedMessage(t, idempotency.NewKey(), "echo")})
+	h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Scope: scope}})
+	for _, m := range mwtest.Modes {
+		_, err := mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming,
+			&a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, idempotency.NewKey(), "echo")})
 		if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "sign in") {
 			t.Fatalf("%s: %v", m, err)
 		}
 	}
-	if n := h.agent.Runs(); n != 0 {
+	if n := h.Agent.Runs(); n != 0 {
 		t.Fatalf("agent ran for %d messages", n)
 	}
 }
@@ -452,7 +453,7 @@ func TestKeepAlivesBeforeFirstEventFlowLive(t *testing.T) {
 		io.WriteString(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{\"task\":{\"id\":\"t-9\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n")
 		w.(http.Flusher).Flush()
 	})
-	h := newHarness(t, harnessConfig{inner: inner})
+	h := mwtest.New(t, mwtest.Config{Inner: inner})
 	body := `{"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
 		`"parts":[{"text":"hi"}],"metadata":{"` + idempotency.MetadataKey + `":"` + idempotency.NewKey() + `"}}}}`
 	type first struct {
@@ -462,7 +463,7 @@ func TestKeepAlivesBeforeFirstEventFlowLive(t *testing.T) {
 	}
 	read := make(chan first, 1)
 	go func() {
-		resp, err := h.hc.Post(h.srv.URL+"/jsonrpc", "application/json", strings.NewReader(body))
+		resp, err := h.HTTP.Post(h.Server.URL+"/jsonrpc", "application/json", strings.NewReader(body))
 		if err != nil {
 			read <- first{err: err}
 			return
@@ -488,5 +489,5 @@ func TestKeepAlivesBeforeFirstEventFlowLive(t *testing.T) {
 	if !strings.Contains(string(rest), `"id":"t-9"`) {
 		t.Fatalf("rest of the stream %q", rest)
 	}
-	h.expectOutcomes(middleware.OutcomeClaimed)
+	h.ExpectOutcomes(middleware.OutcomeClaimed)
 }

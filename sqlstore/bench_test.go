@@ -3,12 +3,11 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -41,36 +40,14 @@ func benchmarkClaims(b *testing.B, open func(testing.TB) *database) {
 				return err
 			}
 			// Warm the pool up, so that neither side pays for opening connections.
-			if _, err := parallel(conc, 0, conc, baseline); err != nil {
+			if _, err := testkit.Parallel(conc, 0, conc, baseline); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := parallel(conc, 0, conc, claim); err != nil {
+			if _, err := testkit.Parallel(conc, 0, conc, claim); err != nil {
 				b.Fatal(err)
 			}
 
-			b.ResetTimer()
-			// Ten rounds, alternating which side goes first, so that a change of load
-			// on the machine during the run affects both sides alike.
-			const rounds = 10
-			var claimTime, baseTime time.Duration
-			for r := range rounds {
-				from, to := conc+r*b.N/rounds, conc+(r+1)*b.N/rounds
-				sides := []struct {
-					op  func(int) error
-					sum *time.Duration
-				}{{baseline, &baseTime}, {claim, &claimTime}}
-				if r%2 == 1 {
-					sides[0], sides[1] = sides[1], sides[0]
-				}
-				for _, side := range sides {
-					d, err := parallel(conc, from, to, side.op)
-					if err != nil {
-						b.Fatal(err)
-					}
-					*side.sum += d
-				}
-			}
-			b.StopTimer()
+			claimTime, baseTime := testkit.Alternate(b, conc, conc, claim, baseline)
 			claims := float64(b.N) / claimTime.Seconds()
 			inserts := float64(b.N) / baseTime.Seconds()
 			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
@@ -79,35 +56,6 @@ func benchmarkClaims(b *testing.B, open func(testing.TB) *database) {
 			b.ReportMetric(claims/inserts, "ratio")
 		})
 	}
-}
-
-// parallel runs op(i) for every i in [from, to) on conc goroutines, and returns the
-// wall time and the first error.
-func parallel(conc, from, to int, op func(i int) error) (time.Duration, error) {
-	var (
-		next     atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	next.Store(int64(from))
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start), firstErr
 }
 
 // baselineInsert is the baseline statement: the claim's columns and values, with

@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/conformance"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -37,7 +38,7 @@ func runConformance(t *testing.T, open func(testing.TB) *database) {
 					return sqlstore.New(db.open(), opts)
 				},
 				CreateTask: func(ctx context.Context) (string, error) {
-					id := "task-" + randomName()
+					id := testkit.RandomName("task-")
 					_, err := db.b.ExecContext(ctx, db.b.Rebind(`INSERT INTO `+tasks+` (id, state) VALUES (?, 'TASK_STATE_COMPLETED')`), id)
 					return id, err
 				},

@@ -12,61 +12,15 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
-// countingConnector opens connections of a real driver that count the statements they
-// run.
-type countingConnector struct {
-	driver driver.Driver
-	dsn    string
-	n      atomic.Int64
-}
-
-func (c *countingConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.driver.Open(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: conn, n: &c.n}, nil
-}
-
-func (c *countingConnector) Driver() driver.Driver { return c.driver }
-
-type countingConn struct {
-	driver.Conn
-	n *atomic.Int64
-}
-
-func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := c.Conn.(driver.ExecerContext)
-	if !ok {
-		return nil, errors.New("counting driver: the driver has no ExecContext")
-	}
-	c.n.Add(1)
-	return e.ExecContext(ctx, query, args)
-}
-
-func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, errors.New("counting driver: the driver has no QueryContext")
-	}
-	c.n.Add(1)
-	return q.QueryContext(ctx, query, args)
-}
-
-func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return nil, errors.New("counting driver: statements are not prepared")
-}
-
-func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
-}
-
 // testStatementCount checks, on a real database, how many statements each path runs.
-func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, table string) {
-	db := sql.OpenDB(c)
+func testStatementCount(t *testing.T, d sqlstore.Dialect, drv driver.Driver, dsn, table string) {
+	var statements atomic.Int64
+	db := sql.OpenDB(testdb.NewCountingConnector(drv, dsn, func(string) { statements.Add(1) }))
 	t.Cleanup(func() { db.Close() })
 	s, err := sqlstore.New(sqlx.NewDb(db, "counting"), sqlstore.Options{Dialect: d, Table: table})
 	if err != nil {
@@ -78,11 +32,11 @@ func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, 
 	}
 	counted := func(name string, want int64, f func() error) {
 		t.Helper()
-		c.n.Store(0)
+		statements.Store(0)
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if n := c.n.Load(); n != want {
+		if n := statements.Load(); n != want {
 			t.Errorf("%s ran %d statements, want %d", name, n, want)
 		}
 	}
@@ -117,7 +71,7 @@ func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, 
 		if err != nil {
 			return err
 		}
-		c.n.Store(0) // count the extension alone
+		statements.Store(0) // count the extension alone
 		return s.Extend(ctx, "", key(3), cl.Token, lease)
 	})
 	counted("failed send (claim and release)", 2, func() error {
@@ -131,5 +85,5 @@ func testStatementCount(t *testing.T, d sqlstore.Dialect, c *countingConnector, 
 
 func TestPostgresStatementCount(t *testing.T) {
 	db := openPostgres(t, "postgres")
-	testStatementCount(t, sqlstore.PostgreSQL, &countingConnector{driver: &pq.Driver{}, dsn: postgresDSN(t)}, db.prefix+"keys")
+	testStatementCount(t, sqlstore.PostgreSQL, &pq.Driver{}, testkit.PostgresDSN(t), db.prefix+"keys")
 }

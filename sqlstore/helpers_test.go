@@ -2,42 +2,19 @@ package sqlstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/a2akit/idempotency/conformance"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
-// postgresDSNVar names the environment variable that points the PostgreSQL tests at a
-// database, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
-const postgresDSNVar = "IDEMPOTENCY_POSTGRES_DSN"
-
-// clock is a controllable clock for Options.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock returns a clock for Options.Now that moves only when the test advances it.
+func newClock() *conformance.Clock {
+	return conformance.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // database is one database under test, reached through two independent pools, as two
@@ -55,7 +32,7 @@ type database struct {
 func (d *database) stores(t testing.TB, opts sqlstore.Options) (*sqlstore.Store, *sqlstore.Store) {
 	t.Helper()
 	if opts.Table == "" {
-		opts.Table = d.prefix + "keys_" + randomName()
+		opts.Table = d.prefix + testkit.RandomName("keys_")
 	}
 	a, err := sqlstore.New(d.a, opts)
 	if err != nil {
@@ -71,44 +48,27 @@ func (d *database) stores(t testing.TB, opts sqlstore.Options) (*sqlstore.Store,
 	return a, b
 }
 
-func randomName() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// postgresDSN returns the DSN of the test database, skipping the test when none is
-// configured.
-func postgresDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(postgresDSNVar)
-	if dsn == "" {
-		t.Skipf("PostgreSQL tests need a database: set %s, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable", postgresDSNVar)
-	}
-	return dsn
-}
-
 // openPostgres opens two pools with driver on the configured database, in a fresh
 // schema that is dropped when the test ends. It fails the test when the database is
 // configured but unreachable.
 func openPostgres(t testing.TB, driver string) *database {
 	t.Helper()
-	dsn := postgresDSN(t)
+	dsn := testkit.PostgresDSN(t)
 	open := func() *sqlx.DB {
 		db, err := sqlx.Open(driver, dsn)
 		if err != nil {
-			t.Fatalf("open %s %s: %v", driver, postgresDSNVar, err)
+			t.Fatalf("open %s %s: %v", driver, testkit.PostgresDSNVar, err)
 		}
 		t.Cleanup(func() { db.Close() })
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := db.PingContext(ctx); err != nil {
-			t.Fatalf("%s is set but the database is unreachable: %v", postgresDSNVar, err)
+			t.Fatalf("%s is set but the database is unreachable: %v", testkit.PostgresDSNVar, err)
 		}
 		return db
 	}
 	a, b := open(), open()
-	schema := "sqlstore_test_" + randomName()
+	schema := testkit.RandomName("sqlstore_test_")
 	if _, err := a.Exec(`CREATE SCHEMA ` + schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}

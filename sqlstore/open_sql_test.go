@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -18,10 +19,10 @@ import (
 func TestOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.db")
 	urls := []string{"sqlite:" + path}
-	if dsn := os.Getenv(postgresDSNVar); dsn != "" {
+	if dsn := os.Getenv(testkit.PostgresDSNVar); dsn != "" {
 		urls = append(urls, dsn)
 	} else {
-		t.Log("PostgreSQL part skipped: set " + postgresDSNVar)
+		t.Log("PostgreSQL part skipped: set " + testkit.PostgresDSNVar)
 	}
 	for _, u := range urls {
 		db, err := sqlstore.Open(t.Context(), u)
@@ -29,7 +30,7 @@ func TestOpen(t *testing.T) {
 			t.Fatalf("Open(%s): %v", sqlstore.Describe(u), err)
 		}
 		t.Cleanup(func() { db.Close() })
-		table := "open_test_" + randomName()
+		table := testkit.RandomName("open_test_")
 		t.Cleanup(func() { db.Exec("DROP TABLE " + table) })
 		store, err := sqlstore.New(db, sqlstore.Options{Table: table})
 		if err != nil {

@@ -18,7 +18,7 @@ func TestSQLite(t *testing.T) { testStore(t, openSQLite) }
 
 func TestSQLiteStatementCount(t *testing.T) {
 	dsn := sqliteDSN(filepath.Join(t.TempDir(), "keys.db"))
-	testStatementCount(t, sqlstore.SQLite, &countingConnector{driver: &sqlite3.SQLiteDriver{}, dsn: dsn}, "keys")
+	testStatementCount(t, sqlstore.SQLite, &sqlite3.SQLiteDriver{}, dsn, "keys")
 }
 
 func BenchmarkSQLiteClaims(b *testing.B) { benchmarkClaims(b, openSQLite) }

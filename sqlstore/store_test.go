@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -562,7 +563,7 @@ func testConcurrentPurges(t *testing.T, db *database) {
 }
 
 func testConcurrentMigrations(t *testing.T, db *database) {
-	opts := sqlstore.Options{Table: db.prefix + "fresh_" + randomName()}
+	opts := sqlstore.Options{Table: db.prefix + testkit.RandomName("fresh_")}
 	a, err := sqlstore.New(db.a, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,10 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
-	"github.com/a2akit/idempotency/servercheck"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 )
 
 // TestChecker runs the black-box checker (cmd/a2a-idempotency-check's checks)
@@ -27,34 +24,7 @@ func TestChecker(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "idempotency.db")}, tc.args...)
-			srv := exampletest.Start(t, run, args...)
-			start := time.Now()
-			rep, err := servercheck.Run(context.Background(), srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d requests in %v:\n%s", rep.Requests, time.Since(start).Round(time.Millisecond), rep)
-			if !rep.OK() {
-				t.Fatalf("verdict %s, want pass", rep.Verdict)
-			}
-			checked := 0
-			for _, iface := range rep.Interfaces {
-				if iface.Binding == servercheck.BindingGRPC {
-					if r, _ := rep.Result("interface", iface.String()); r.Status != servercheck.NotChecked {
-						t.Errorf("gRPC interface %s: %s, want not checked", iface, r.Status)
-					}
-					continue
-				}
-				checked++
-				for _, id := range tc.want {
-					if r, _ := rep.Result(id, iface.String()); r.Status != servercheck.Pass {
-						t.Errorf("%s on %s: %s (%s), want pass", id, iface, r.Status, r.Detail)
-					}
-				}
-			}
-			if checked != 3 {
-				t.Errorf("checked %d interfaces, want JSON-RPC, HTTP+JSON and HTTP+JSON with a tenant", checked)
-			}
+			examplerun.CheckChecker(t, examplerun.Start(t, run, args...), tc.want...)
 		})
 	}
 }

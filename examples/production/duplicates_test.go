@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 )
 
 // TestConcurrentDuplicates: 32 identical keyed sends at once run the agent once and
@@ -17,11 +17,11 @@ func TestConcurrentDuplicates(t *testing.T) {
 		keys func(t *testing.T) []string
 	}{
 		{"sqlite", func(*testing.T) []string { return nil }},
-		{"redis", func(t *testing.T) []string { return []string{"-keys", exampletest.RedisKeys(t)} }},
+		{"redis", func(t *testing.T) []string { return []string{"-keys", redisKeys(t)} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-grpc", "", "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "500ms"}, tc.keys(t)...)
-			exampletest.CheckConcurrentDuplicates(t, exampletest.Start(t, run, args...), 32)
+			examplerun.CheckConcurrentDuplicates(t, examplerun.Start(t, run, args...), 32)
 		})
 	}
 }

@@ -21,15 +21,15 @@ import (
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/adapter/keyedclient"
 	"github.com/a2akit/idempotency/examples/internal/echo"
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
 	"github.com/a2akit/idempotency/grpcbinding"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 )
 
 // TestGRPC checks the gRPC binding: the card lists it, a keyed send over gRPC and its
 // retries get one task, also when the retry comes over JSON-RPC, and the agent runs
 // once.
 func TestGRPC(t *testing.T) {
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-delay", "0")
+	srv := examplerun.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-delay", "0")
 	target := srv.GRPC
 	if target == "" {
 		t.Fatalf("the server printed no gRPC address:\n%s", strings.Join(srv.Banner, "\n"))

@@ -73,7 +73,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("production", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
+	flags := echo.AddFlags(fs) // -addr, -delay, -reply
 	grpcAddr := fs.String("grpc", "127.0.0.1:50051", "`host:port` to serve the gRPC binding on; port 0 picks a free port, empty serves no gRPC")
 	store := fs.String("store", envOr("IDEMPOTENCY_STORE", "idempotency.db"), "task and key store: a SQLite file `path`, or a postgres:// DSN; "+
 		"default $IDEMPOTENCY_STORE, the place for a DSN with a password (any local user can read a command line)")
@@ -83,8 +83,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	taskTable := fs.String("tasks", a2atasks.DefaultTable, "task table `name`, beside the key table")
 	retention := fs.Duration("retention", 24*time.Hour, "how long finished tasks, and the keys that name them, are kept")
 	sweep := fs.Duration("sweep", 10*time.Minute, "how often the retention sweep runs")
-	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
-	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	lease := fs.Duration("lease", middleware.DefaultLease, "how long a claimed send may stay unbound before an identical retry takes it over")
 	readTimeout := fs.Duration("read-timeout", time.Minute, "how long a client may take to send a request, body included")
 	debugAddr := fs.String("debug-addr", "", "`host:port` of a second listener for the process's expvars (memstats, cmdline) and /metrics; "+
@@ -94,8 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	redactArgs(*store)
 	redactArgs(*keysURL)
-	if *reply != "task" && *reply != "message" {
-		return fmt.Errorf("-reply %q: want task or message", *reply)
+	agent, err := flags.Agent()
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
@@ -141,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	go idempotency.SweepRunner{Sweeper: tasks, Interval: *sweep, Logger: logger,
 		Policy: idempotency.RetentionPolicy{TerminalTaskRetention: *retention}}.Run(ctx)
 
-	ln, base, err := echo.Listen(*addr)
+	ln, base, err := echo.Listen(flags.Addr)
 	if err != nil {
 		return err
 	}
@@ -162,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if taskOpts.Keys == nil {
 		taskStore = adapter.NewBindingStore(tasks, aopts)
 	}
-	handler := a2asrv.NewHandler(adapter.NewExecutor(&echo.Agent{Delay: *delay, ReplyMessage: *reply == "message"}, aopts),
+	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
 		a2asrv.WithTaskStore(taskStore),
 		a2asrv.WithLogger(logger))
@@ -189,7 +188,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), %s\n", *delay, *reply, stores)
+	fmt.Fprintf(stdout, "echo agent (%s), %s\n", flags, stores)
 	// Debug listener: expvars and metrics, off the public listener.
 	if *debugAddr != "" {
 		dln, err := net.Listen("tcp", *debugAddr)

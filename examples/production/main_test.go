@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
 	"testing"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 )
 
 // The tests in this package start the server in-process and read the agent's runs
@@ -16,27 +16,18 @@ import (
 // one (on the tenant path, and on JSON-RPC), against the server with its tasks and
 // keys in PostgreSQL.
 func TestPostgres(t *testing.T) {
-	dsn := exampletest.PostgresDSN(t)
-	table := exampletest.PostgresTable(t, dsn, "examples_production")
-	tasks := exampletest.PostgresTable(t, dsn, "examples_production_tasks")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "tasks and keys in PostgreSQL")
-	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme", "jsonrpc acme")
+	dsn := testdb.Postgres(t)
+	table := testdb.TempTable(t, dsn, "examples_production")
+	tasks := testdb.TempTable(t, dsn, "examples_production_tasks")
+	srv := examplerun.Start(t, run, "-grpc", "127.0.0.1:0", "-store", dsn, "-table", table, "-tasks", tasks, "-delay", "1s")
+	examplerun.CheckServer(t, srv, "tasks and keys in PostgreSQL")
+	examplerun.CheckDemos(t, srv, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme", "jsonrpc acme")
 }
 
-func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-reply", "task-or-message"},
-		{"-no-such-flag"},
-	} {
-		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
-			t.Errorf("run(%q) = nil, want an error", args)
-		}
-	}
-}
+func TestBadFlags(t *testing.T) { examplerun.CheckBadFlags(t, run) }
 
 // The server leaks no DSN password and no debug variables on its public listener,
 // and cuts off a stalled request body.
 func TestNoLeaks(t *testing.T) {
-	exampletest.CheckNoLeaks(t, run, "examples_production_leaks")
+	examplerun.CheckNoLeaks(t, run, "examples_production_leaks")
 }

@@ -3,11 +3,13 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
+	"github.com/a2akit/idempotency/redisstore/redistest"
 )
 
 // TestRedis runs the demonstration (a keyed send cut mid-run and retried until its
@@ -16,34 +18,38 @@ import (
 // TestSQLite does with both in the file.
 func TestRedis(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-keys", exampletest.RedisKeys(t), "-delay", "1s")
-	exampletest.CheckServer(t, srv, "tasks in SQLite file "+store+", keys in Redis ")
-	for _, tc := range []struct{ binding, tenant string }{
-		{"jsonrpc", ""},
-		{"rest", ""},
-		{"rest", "acme"},
-	} {
-		t.Run(strings.TrimSuffix(tc.binding+" tenant "+tc.tenant, " tenant "), func(t *testing.T) {
-			exampletest.CheckTaskDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, tc.binding, tc.tenant)))
-		})
-	}
+	srv := examplerun.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-keys", redisKeys(t), "-delay", "1s")
+	examplerun.CheckServer(t, srv, "tasks in SQLite file "+store+", keys in Redis ")
+	examplerun.CheckDemos(t, srv, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme")
 }
 
 // TestRedisReplyMessage: an agent that answers with a Message; a retry gets the same
 // Message from Redis, and the agent ran once.
 func TestRedisReplyMessage(t *testing.T) {
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", exampletest.RedisKeys(t),
+	srv := examplerun.Start(t, run, "-grpc", "127.0.0.1:0", "-store", filepath.Join(t.TempDir(), "keys.db"), "-keys", redisKeys(t),
 		"-reply", "message", "-delay", "0")
-	for _, binding := range []string{"jsonrpc", "rest"} {
-		t.Run(binding, func(t *testing.T) {
-			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
-		})
-	}
+	examplerun.CheckDemos(t, srv, retrydemo.MessageDemo, "jsonrpc", "rest")
 }
 
 // TestRedisRestart: the server is restarted with Redis kept (and its task file): a
 // retry of a send from before the restart gets the send's task, and the agent does not
 // run again.
 func TestRedisRestart(t *testing.T) {
-	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-keys", exampletest.RedisKeys(t), "-delay", "100ms")
+	examplerun.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-keys", redisKeys(t), "-delay", "100ms")
+}
+
+// redisKeys returns the -keys URL of the test server with a prefix of the test's own,
+// and checks when the test ends that the server kept keys there (the example did not
+// fall back to its SQL key table).
+func redisKeys(t *testing.T) string {
+	t.Helper()
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
+	rdb := redistest.Client(t, url)
+	t.Cleanup(func() {
+		if n, err := rdb.Keys(context.Background(), prefix+"*").Result(); err != nil || len(n) == 0 {
+			t.Errorf("Redis holds %d keys under the test's prefix (%v); want the example's keys there", len(n), err)
+		}
+	})
+	return url + "?prefix=" + prefix
 }

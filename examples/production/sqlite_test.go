@@ -3,24 +3,16 @@
 package main
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 )
 
 // TestSQLite runs the demonstration on both bindings, and with a tenant, against the
 // server with its tasks and keys in a SQLite file, as `go run ./examples/production`
-// starts it.
+// starts it, and restarts it on the file: a retry of a send from before the restart
+// gets the send's task.
 func TestSQLite(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-grpc", "127.0.0.1:0", "-store", store, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme")
-}
-
-// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
-// after a restart on the file a retry of a send from before gets the send's task.
-func TestRestart(t *testing.T) {
-	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
+	examplerun.CheckSQLite(t, run, []string{"-grpc", "127.0.0.1:0"}, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme")
 }

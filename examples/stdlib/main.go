@@ -36,7 +36,6 @@ import (
 	"github.com/a2akit/idempotency/examples/internal/echo"
 	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore"
-	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
 func main() {
@@ -53,48 +52,37 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdlib", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on; port 0 picks a free port")
+	flags := echo.AddFlags(fs)
 	store := fs.String("store", "idempotency.db", "where tasks and keys are kept: a SQLite file `path`, or a postgres:// URL")
-	delay := fs.Duration("delay", 2*time.Second, "how long the agent works before it completes")
-	reply := fs.String("reply", "task", "what the agent answers with: task or message")
 	lease := fs.Duration("lease", middleware.DefaultLease, "how long the key of a send whose server died stays held before an identical retry may run it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *reply != "task" && *reply != "message" {
-		return fmt.Errorf("-reply %q: want task or message", *reply)
+	agent, err := flags.Agent()
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	// The tasks (sqlstore/a2atasks) and their keys (sqlstore) in one database.
-	db, err := sqlstore.Open(ctx, *store)
+	// The tasks (sqlstore/a2atasks) and their keys (sqlstore) side by side in one
+	// database: see echo.OpenStores.
+	keys, tasks, closeDB, err := echo.OpenStores(ctx, *store)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	keys, err := sqlstore.New(db, sqlstore.Options{TaskTable: a2atasks.DefaultTable})
-	if err != nil {
-		return err
-	}
-	tasks, err := a2atasks.New(db, a2atasks.Options{Keys: keys})
-	if err != nil {
-		return err
-	}
-	if err := tasks.Migrate(ctx); err != nil {
-		return err
-	}
+	defer closeDB()
 
 	// kit (1): the agent runs behind the adapter. adapter.Executor binds each keyed
 	// send's key to its task before the agent runs, so that a retry during a long run
 	// gets the task at once; adapter.FollowUpBinder binds follow-ups (messages that
 	// name an existing task) before a2a-go touches the task.
 	aopts := adapter.Options{Logger: logger}
-	handler := a2asrv.NewHandler(adapter.NewExecutor(&echo.Agent{Delay: *delay, ReplyMessage: *reply == "message"}, aopts),
+	handler := a2asrv.NewHandler(adapter.NewExecutor(agent, aopts),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(tasks, aopts)),
 		a2asrv.WithTaskStore(tasks),
 		a2asrv.WithLogger(logger))
 
-	ln, base, err := echo.Listen(*addr)
+	ln, base, err := echo.Listen(flags.Addr)
 	if err != nil {
 		return err
 	}
@@ -119,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "echo agent (-delay %v, -reply %s), tasks and keys in %s\n", *delay, *reply, sqlstore.Describe(*store))
+	fmt.Fprintf(stdout, "echo agent (%s), tasks and keys in %s\n", flags, sqlstore.Describe(*store))
 	echo.PrintURLs(stdout, base)
 	// kit (3): the middleware goes in front of the whole mux, card included, so that
 	// it sees every send and declares the extension on the card it serves.

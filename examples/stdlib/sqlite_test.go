@@ -6,32 +6,21 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/a2akit/idempotency/examples/internal/exampletest"
+	"github.com/a2akit/idempotency/examples/internal/retrydemo"
+	"github.com/a2akit/idempotency/internal/testkit/examplerun"
 )
 
 // TestSQLite runs the demonstration on both bindings, and with a tenant, against the
 // server with its tasks and keys in a SQLite file, as `go run ./examples/stdlib`
-// starts it.
+// starts it, and restarts it on the file: a retry of a send from before the restart
+// gets the send's task.
 func TestSQLite(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "idempotency.db")
-	srv := exampletest.Start(t, run, "-store", store, "-delay", "1s")
-	exampletest.CheckServer(t, srv, "tasks and keys in SQLite file "+store)
-	exampletest.CheckTaskDemos(t, srv, "jsonrpc", "rest", "rest acme")
+	examplerun.CheckSQLite(t, run, nil, retrydemo.TaskDemo, "jsonrpc", "rest", "rest acme")
 }
 
 // TestReplyMessage runs the demonstration against an agent that answers with a
 // Message at once: a retry gets the same Message, and the agent ran once.
 func TestReplyMessage(t *testing.T) {
-	srv := exampletest.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
-	for _, binding := range []string{"jsonrpc", "rest"} {
-		t.Run(binding, func(t *testing.T) {
-			exampletest.CheckMessageDemo(t, exampletest.RunDemo(t, exampletest.DemoOptions(srv.URL, binding, "")))
-		})
-	}
-}
-
-// TestRestart: the server keeps its tasks beside their keys in the SQLite file, so
-// after a restart on the file a retry of a send from before gets the send's task.
-func TestRestart(t *testing.T) {
-	exampletest.CheckRestart(t, run, "-store", filepath.Join(t.TempDir(), "idempotency.db"), "-delay", "100ms")
+	srv := examplerun.Start(t, run, "-store", filepath.Join(t.TempDir(), "keys.db"), "-reply", "message", "-delay", "0")
+	examplerun.CheckDemos(t, srv, retrydemo.MessageDemo, "jsonrpc", "rest")
 }

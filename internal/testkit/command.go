@@ -97,20 +97,21 @@ func (c *Command) Kill() {
 }
 
 // ServeCommand is the main loop of a server that StartCommand runs: it listens on
-// addr, builds the handler with the base URL it listens at, prints "listening <base
-// URL>" on standard output and serves until the process is killed.
-func ServeCommand(addr string, handler func(base string) (http.Handler, error)) error {
+// addr, builds the server cfg describes ([New]) with the base URL it listens at as
+// cfg.BaseURL, prints "listening <base URL>" on standard output and serves until the
+// process is killed.
+func ServeCommand(addr string, cfg Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	base := "http://" + ln.Addr().String()
-	h, err := handler(base)
+	cfg.BaseURL = "http://" + ln.Addr().String()
+	srv, err := New(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("listening %s\n", base)
-	return (&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+	fmt.Printf("listening %s\n", cfg.BaseURL)
+	return (&http.Server{Handler: srv.Handler, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 }
 
 // RunFile opens the file at path (created if missing) that counts an agent's runs

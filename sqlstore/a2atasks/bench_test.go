@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -146,54 +146,18 @@ func BenchmarkSendMessage(b *testing.B) {
 	}
 }
 
-// countingConnector opens connections of a real driver that count the statements
-// they run, by the table they name.
-type countingConnector struct {
-	driver      driver.Driver
-	dsn         string
+// statements counts the statements a path runs, by the table they name.
+type statements struct {
 	keys, tasks atomic.Int64
 	keysTable   string
 }
 
-func (c *countingConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.driver.Open(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: conn, c: c}, nil
-}
-
-func (c *countingConnector) Driver() driver.Driver { return c.driver }
-
-func (c *countingConnector) count(query string) {
+func (c *statements) count(query string) {
 	if strings.Contains(query, c.keysTable) {
 		c.keys.Add(1)
 	} else {
 		c.tasks.Add(1)
 	}
-}
-
-type countingConn struct {
-	driver.Conn
-	c *countingConnector
-}
-
-func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := c.Conn.(driver.ExecerContext)
-	if !ok {
-		return nil, errors.New("counting driver: the driver has no ExecContext")
-	}
-	c.c.count(query)
-	return e.ExecContext(ctx, query, args)
-}
-
-func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, errors.New("counting driver: the driver has no QueryContext")
-	}
-	c.c.count(query)
-	return q.QueryContext(ctx, query, args)
 }
 
 // callCounter is a taskstore.Store that counts the calls a2a-go makes.
@@ -230,8 +194,8 @@ func (c *callCounter) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a
 // create, three updates, and one read of the finished task), so that the store adds no
 // round trip of its own.
 func testStatementsPerKeyedSend(t *testing.T, drv driver.Driver, dsn, prefix string) {
-	cc := &countingConnector{driver: drv, dsn: dsn, keysTable: `"keys"`}
-	db := sql.OpenDB(cc) // a plain *sql.DB: the dialect comes from its driver
+	cc := &statements{keysTable: `"keys"`}
+	db := sql.OpenDB(testdb.NewCountingConnector(drv, dsn, cc.count)) // a plain *sql.DB: the dialect comes from its driver
 	t.Cleanup(func() { db.Close() })
 	keys, err := sqlstore.New(db, sqlstore.Options{Table: prefix + "keys", TaskTable: prefix + "tasks"})
 	if err != nil {

@@ -2,8 +2,6 @@ package a2atasks_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"testing"
 	"time"
@@ -12,11 +10,10 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
-
-const postgresDSNVar = "IDEMPOTENCY_POSTGRES_DSN"
 
 // testDB is one fresh database under test: open opens another pool on it (closed when
 // the test ends), and prefix qualifies table names ("" or "schema.").
@@ -35,10 +32,7 @@ func openPostgres(t testing.TB) testDB {
 
 func openPostgresWith(t testing.TB, driver string) testDB {
 	t.Helper()
-	dsn := os.Getenv(postgresDSNVar)
-	if dsn == "" {
-		t.Skip("set " + postgresDSNVar + " (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests")
-	}
+	dsn := testkit.PostgresDSN(t)
 	open := func() *sqlx.DB {
 		db, err := sqlx.Open(driver, dsn)
 		if err != nil {
@@ -46,23 +40,17 @@ func openPostgresWith(t testing.TB, driver string) testDB {
 		}
 		t.Cleanup(func() { db.Close() })
 		if err := db.Ping(); err != nil {
-			t.Fatalf("postgres at %s: %v", postgresDSNVar, err)
+			t.Fatalf("postgres at %s: %v", testkit.PostgresDSNVar, err)
 		}
 		return db
 	}
-	schema := "a2atasks_" + randomName()
+	schema := testkit.RandomName("a2atasks_")
 	admin := open()
 	if _, err := admin.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Exec(`DROP SCHEMA "` + schema + `" CASCADE`) })
 	return testDB{open: open, prefix: schema + "."}
-}
-
-func randomName() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // stores returns a migrated key store and task store on db, the keys with TaskTable
@@ -98,5 +86,5 @@ func TestPostgresBehaviour(t *testing.T) {
 
 func TestPostgresStatementsPerKeyedSend(t *testing.T) {
 	d := openPostgres(t)
-	testStatementsPerKeyedSend(t, &pq.Driver{}, os.Getenv(postgresDSNVar), d.prefix)
+	testStatementsPerKeyedSend(t, &pq.Driver{}, os.Getenv(testkit.PostgresDSNVar), d.prefix)
 }

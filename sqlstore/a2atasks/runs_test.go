@@ -138,7 +138,7 @@ func testStoppedRunsEnd(t *testing.T, open func(t testing.TB) testDB) {
 	defer stop()
 	var ids []a2a.TaskID
 	for range 3 {
-		task := newTask("m-" + randomName())
+		task := newTask(testkit.RandomName("m-"))
 		if _, err := dead.Create(run, task); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
 // Package echo is what the example servers share that is not the kit: the agent they
-// serve (it echoes each message after working for a while), its agent card, the
-// agent's run counter, and listening and serving with the timeouts every HTTP server
-// wants. Each example's main.go shows the kit's steps around it.
+// serve (it echoes each message after working for a while) and its flags, its agent
+// card, the agent's run counter, the task and key stores side by side in one
+// database, and listening and serving with the timeouts every HTTP server wants.
+// Each example's main.go shows the kit's steps around it.
 package echo
 
 import (

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,69 +213,20 @@ func throughputRatio(kit, base time.Duration) float64 { return base.Seconds() / 
 func latencyRatio(kit, base time.Duration) float64 { return kit.Seconds() / base.Seconds() }
 
 // measure runs kit and base b.N times each, conc at a time, in ten alternating
-// rounds, and reports the kit's ns/op and sends/s, the baseline's ns/op, and their
+// rounds (testkit.Alternate), and reports the kit's ns/op and sends/s, the baseline's ns/op, and their
 // ratio under unit.
 func measure(b *testing.B, conc int, kit, base func(i int) error, unit string, r ratio) {
 	b.Helper()
 	// Warm up: open the connections, and let each server take its first sends.
 	const warm = 1 << 40
 	for _, op := range []func(int) error{kit, base} {
-		if _, err := parallel(conc, warm, warm+4*conc, op); err != nil {
+		if _, err := testkit.Parallel(conc, warm, warm+4*conc, op); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	const rounds = 10
-	var kitTime, baseTime time.Duration
-	for round := range rounds {
-		from, to := round*b.N/rounds, (round+1)*b.N/rounds
-		sides := []struct {
-			op  func(int) error
-			sum *time.Duration
-		}{{base, &baseTime}, {kit, &kitTime}}
-		if round%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
-		for _, side := range sides {
-			d, err := parallel(conc, from, to, side.op)
-			if err != nil {
-				b.Fatal(err)
-			}
-			*side.sum += d
-		}
-	}
-	b.StopTimer()
+	kitTime, baseTime := testkit.Alternate(b, conc, 0, kit, base)
 	b.ReportMetric(float64(kitTime.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(float64(b.N)/kitTime.Seconds(), "sends/s")
 	b.ReportMetric(float64(baseTime.Nanoseconds())/float64(b.N), "base-ns/op")
 	b.ReportMetric(r(kitTime, baseTime), unit)
-}
-
-// parallel runs op(i) for every i in [from, to) on conc goroutines, and returns the
-// wall time and the first error.
-func parallel(conc, from, to int, op func(i int) error) (time.Duration, error) {
-	var (
-		next     atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	next.Store(int64(from))
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start), firstErr
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 
@@ -24,15 +25,15 @@ func TestCallersOwnTheirKeys03(t *testing.T) {
 		for _, word := range []string{"echo", "reply"} {
 			t.Run(binding+"/"+word, func(t *testing.T) {
 				auth := testkit.UserAuth(user)
-				h := newHarness(t, harnessConfig{auth: auth, opts: middleware.Options{Principal: adapter.Principal(auth)}})
+				h := newHarness(t, mwtest.Config{Auth: auth, Opts: middleware.Options{Principal: adapter.Principal(auth)}})
 				id := "m03-" + idempotency.NewKey()
 				msg := fmt.Sprintf(`{"kind":"message","messageId":%q,"role":"user","parts":[{"kind":"text","text":"%s secret"}],`+
 					`"metadata":{%q:%q}}`, id, word, idempotency.MetadataKey, idempotency.NewKey())
-				url, body := h.srv.URL+jsonrpc03Path, `{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"message":`+msg+`}}`
+				url, body := h.Server.URL+mwtest.JSONRPC03Path, `{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"message":`+msg+`}}`
 				if binding == "HTTP+JSON" { // v0.3's HTTP+JSON speaks the proto JSON mapping
 					rest := fmt.Sprintf(`{"messageId":%q,"role":"ROLE_USER","content":[{"text":"%s secret"}],"metadata":{%q:%q}}`,
 						id, word, idempotency.MetadataKey, idempotency.NewKey())
-					url, body = h.srv.URL+"/v1/message:send", `{"message":`+rest+`}`
+					url, body = h.Server.URL+"/v1/message:send", `{"message":`+rest+`}`
 				}
 				send := func(as string) (int, string) {
 					req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -67,7 +68,7 @@ func TestCallersOwnTheirKeys03(t *testing.T) {
 				if code, again := send("alice"); code != http.StatusOK || answer(again) != answer(first) {
 					t.Fatalf("alice's retry: %d %s; want %s", code, again, answer(first))
 				}
-				if n := h.agent.RunsOf(id); n != 1 {
+				if n := h.Agent.RunsOf(id); n != 1 {
 					t.Fatalf("the agent ran %d times, want 1", n)
 				}
 			})

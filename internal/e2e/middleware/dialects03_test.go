@@ -2,15 +2,14 @@ package middleware_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -41,7 +40,7 @@ func resultOf(evs []a2a.Event, err error) string {
 	if msg, ok := evs[0].(*a2a.Message); ok {
 		return "message " + msg.Parts[0].Text()
 	}
-	return "task " + string(finalState(evs))
+	return "task " + string(mwtest.FinalState(evs))
 }
 
 // scenario03 drives a harness into one situation: run makes the sends that lead up
@@ -49,100 +48,100 @@ func resultOf(evs []a2a.Event, err error) string {
 // dialect), calls mark just before the checked send, and returns that send's result.
 type scenario03 struct {
 	name string
-	cfg  func(*harnessConfig)
-	run  func(t *testing.T, h *harness, m, other mode, mark func()) ([]a2a.Event, error)
+	cfg  func(*mwtest.Config)
+	run  func(t *testing.T, h *mwtest.Harness, m, other mwtest.Mode, mark func()) ([]a2a.Event, error)
 }
 
 // sendAs sends msg through a client of m's dialect.
-func sendAs(h *harness, m mode, msg *a2a.Message) ([]a2a.Event, error) {
-	return send(context.Background(), h.client(m.dialect, "", ""), m.streaming, &a2a.SendMessageRequest{Message: msg})
+func sendAs(h *mwtest.Harness, m mwtest.Mode, msg *a2a.Message) ([]a2a.Event, error) {
+	return mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 }
 
 var scenarios03 = []scenario03{
-	{name: "first send", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
+	{name: "first send", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		mark()
-		return sendAs(h, m, keyedMessage(t, idempotency.NewKey(), "echo first"))
+		return sendAs(h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "echo first"))
 	}},
-	{name: "retry", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "echo retried")
+	{name: "retry", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo retried")
 		if _, err := sendAs(h, m, msg); err != nil {
 			t.Fatal(err)
 		}
 		mark()
 		return sendAs(h, m, msg)
 	}},
-	{name: "retry of a send made in the other version", run: func(t *testing.T, h *harness, m, other mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "echo across versions")
+	{name: "retry of a send made in the other version", run: func(t *testing.T, h *mwtest.Harness, m, other mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo across versions")
 		if _, err := sendAs(h, other, msg); err != nil {
 			t.Fatal(err)
 		}
 		mark()
 		return sendAs(h, m, msg)
 	}},
-	{name: "retry of a Message reply", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "reply once")
+	{name: "retry of a Message reply", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply once")
 		if _, err := sendAs(h, m, msg); err != nil {
 			t.Fatal(err)
 		}
 		mark()
 		return sendAs(h, m, msg)
 	}},
-	{name: "malformed key", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
+	{name: "malformed key", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo malformed"))
 		msg.Metadata = map[string]any{idempotency.MetadataKey: "short"}
 		mark()
 		return sendAs(h, m, msg)
 	}},
-	{name: "key reused by another message", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
+	{name: "key reused by another message", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		key := idempotency.NewKey()
-		if _, err := sendAs(h, m, keyedMessage(t, key, "echo one")); err != nil {
+		if _, err := sendAs(h, m, mwtest.KeyedMessage(t, key, "echo one")); err != nil {
 			t.Fatal(err)
 		}
 		mark()
-		return sendAs(h, m, keyedMessage(t, key, "echo another"))
+		return sendAs(h, m, mwtest.KeyedMessage(t, key, "echo another"))
 	}},
-	{name: "index unavailable", cfg: func(c *harnessConfig) {
+	{name: "index unavailable", cfg: func(c *mwtest.Config) {
 		ix := testkit.NewFaultyIndex(memstore.New(memstore.Options{}))
 		ix.SetFailAll(true)
-		c.index = ix
-	}, run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
+		c.Index = ix
+	}, run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		mark()
-		return sendAs(h, m, keyedMessage(t, idempotency.NewKey(), "echo must not run"))
+		return sendAs(h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "echo must not run"))
 	}},
-	{name: "no index", cfg: func(c *harnessConfig) { c.noIndex = true }, run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
+	{name: "no index", cfg: func(c *mwtest.Config) { c.NoIndex = true }, run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		mark()
-		return sendAs(h, m, keyedMessage(t, idempotency.NewKey(), "echo must not run"))
+		return sendAs(h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "echo must not run"))
 	}},
-	{name: "retry while the first is in flight", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "hold before the task")
+	{name: "retry while the first is in flight", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold before the task")
 		first := make(chan error, 1)
 		go func() { _, err := sendAs(h, m, msg); first <- err }()
-		within(t, h.agent.Started, "the first run")
+		mwtest.Within(t, h.Agent.Started, "the first run")
 		mark()
 		evs, err := sendAs(h, m, msg)
-		h.releaseAgents()
-		within(t, first, "the first send")
+		h.ReleaseAgents()
+		mwtest.Within(t, first, "the first send")
 		return evs, err
 	}},
-	{name: "retry after the agent failed before its task", run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "fail first")
+	{name: "retry after the agent failed before its task", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first")
 		if _, err := sendAs(h, m, msg); err == nil {
 			t.Fatal("the failing first send succeeded")
 		}
-		h.eventAt(0) // the first send is settled (released) before the retry
+		h.EventAt(0) // the first send is settled (released) before the retry
 		mark()
 		return sendAs(h, m, msg)
 	}},
-	{name: "retry after the task was deleted", cfg: func(c *harnessConfig) { c.opts.Lease = deletedLease }, run: func(t *testing.T, h *harness, m, _ mode, mark func()) ([]a2a.Event, error) {
-		msg := keyedMessage(t, idempotency.NewKey(), "echo then forget")
+	{name: "retry after the task was deleted", cfg: func(c *mwtest.Config) { c.Opts.Lease = deletedLease }, run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo then forget")
 		evs, err := sendAs(h, m, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Once the execution has ended (a2a-go serves a subscription from a running
 		// execution, not from the store), delete the task.
-		waitInactive(t, h.client(m.dialect, "", ""), taskOf(evs[0]))
-		h.store.Delete(taskOf(evs[0]))
+		mwtest.WaitInactive(t, h.Client(m.Dialect, "", ""), mwtest.TaskOf(evs[0]))
+		h.Store.Delete(mwtest.TaskOf(evs[0]))
 		time.Sleep(deletedLease)
 		mark()
 		return sendAs(h, m, msg)
@@ -152,62 +151,38 @@ var scenarios03 = []scenario03{
 // deletedLease is the lease of the scenario that deletes a task.
 const deletedLease = 300 * time.Millisecond
 
-// waitInactive waits until a2a-go no longer runs an execution for task id: a
-// subscription to it then fails.
-func waitInactive(t *testing.T, c *a2aclient.Client, id a2a.TaskID) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var err error
-		for _, err = range c.SubscribeToTask(context.Background(), &a2a.SubscribeToTaskRequest{ID: id}) {
-			if err != nil {
-				break
-			}
-		}
-		if errors.Is(err, a2a.ErrTaskNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still has an active execution", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // v10 is m's dialect in A2A v1.0.
-func v10(m mode) mode {
-	d := jsonrpc10
-	if m.binding == rest10.binding {
-		d = rest10
+func v10(m mwtest.Mode) mwtest.Mode {
+	d := mwtest.JSONRPC10
+	if m.Binding == mwtest.REST10.Binding {
+		d = mwtest.REST10
 	}
-	return mode{d, m.streaming}
+	return mwtest.Mode{Dialect: d, Streaming: m.Streaming}
 }
 
 func TestV03DialectsAnswerAsV10(t *testing.T) {
-	observe := func(t *testing.T, sc scenario03, m, other mode) observation {
+	observe := func(t *testing.T, sc scenario03, m, other mwtest.Mode) observation {
 		t.Helper()
-		cfg := harnessConfig{opts: middleware.Options{ReplayWait: 100 * time.Millisecond}}
+		cfg := mwtest.Config{Opts: middleware.Options{ReplayWait: 100 * time.Millisecond}}
 		if sc.cfg != nil {
 			sc.cfg(&cfg)
 		}
 		h := newHarness(t, cfg)
 		var events int
 		mark := func() {
-			h.mu.Lock()
-			events = len(h.events)
-			h.mu.Unlock()
+			events = len(h.Events())
 		}
 		evs, err := sc.run(t, h, m, other, mark)
-		x := h.wire.last()
+		x := h.Wire.Last()
 		return observation{
-			outcome:    h.eventAt(events).Outcome,
-			status:     x.status,
-			retryAfter: x.header.Get("Retry-After") != "",
+			outcome:    h.EventAt(events).Outcome,
+			status:     x.Status,
+			retryAfter: x.Header.Get("Retry-After") != "",
 			result:     resultOf(evs, err),
-			runs:       h.agent.Runs(),
+			runs:       h.Agent.Runs(),
 		}
 	}
-	for _, m := range modesOf(jsonrpc03, rest03) {
+	for _, m := range mwtest.ModesOf(jsonrpc03, rest03) {
 		for _, sc := range scenarios03 {
 			t.Run(m.String()+"/"+sc.name, func(t *testing.T) {
 				want := observe(t, sc, v10(m), m)
@@ -217,37 +192,5 @@ func TestV03DialectsAnswerAsV10(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// within returns the next value of ch, failing the test after ten seconds.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		var zero T
-		return zero
-	}
-}
-
-// eventAt waits for the middleware to observe its n-th send (from 0) and returns it.
-func (h *harness) eventAt(n int) middleware.Event {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h.mu.Lock()
-		if len(h.events) > n {
-			e := h.events[n]
-			h.mu.Unlock()
-			return e
-		}
-		h.mu.Unlock()
-		if time.Now().After(deadline) {
-			h.t.Fatalf("no %d-th keyed send observed", n+1)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -4,19 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	legacya2a "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // The middleware's reader tests compare its reading of tricky bodies in A2A v0.3
@@ -91,34 +92,6 @@ func a2av0JSONRPCRead(body []byte) json.RawMessage {
 	return out
 }
 
-// seenAgent records the message its last run was handed.
-type seenAgent struct {
-	mu   sync.Mutex
-	seen *a2a.Message
-}
-
-func (a *seenAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		a.mu.Lock()
-		a.seen = ec.Message
-		a.mu.Unlock()
-		yield(a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("ok")), nil)
-	}
-}
-
-func (a *seenAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {}
-}
-
-// last returns the message of the last run since the last call, or nil.
-func (a *seenAgent) last() *a2a.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.seen
-	a.seen = nil
-	return m
-}
-
 func TestReaderFixturesAreA2AGo(t *testing.T) {
 	var readings []reading03
 	readJSON(t, readingsFixture, &readings)
@@ -129,7 +102,12 @@ func TestReaderFixturesAreA2AGo(t *testing.T) {
 
 	var runs []run03
 	readJSON(t, runsFixture, &runs)
-	a := &seenAgent{}
+	// The agent records the message of its last run, and replies.
+	var seen atomic.Pointer[a2a.Message]
+	a := &testkit.Agent{Script: func(_ context.Context, ec *a2asrv.ExecutorContext, _ string, _ int64) (a2a.Event, error) {
+		seen.Store(ec.Message)
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("ok")), nil
+	}}
 	rh := a2asrv.NewHandler(a, a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
 	handlers := map[string]http.Handler{
 		"/v03":             a2av0.NewJSONRPCHandler(rh),
@@ -142,7 +120,7 @@ func TestReaderFixturesAreA2AGo(t *testing.T) {
 		}
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", r.Path, strings.NewReader(r.Body)))
 		runs[i].Ran = json.RawMessage("null")
-		if m := a.last(); m != nil {
+		if m := seen.Swap(nil); m != nil {
 			runs[i].Ran, _ = json.Marshal(struct {
 				ID       string         `json:"messageId"`
 				Metadata map[string]any `json:"metadata,omitempty"`

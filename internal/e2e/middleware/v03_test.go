@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -104,7 +104,7 @@ func TestLegacyServerAndClient(t *testing.T) {
 	agent := &legacyAgent{runs: map[string]int{}}
 	var mu sync.Mutex
 	var events []middleware.Event
-	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: discardLogger(), Observe: func(e middleware.Event) {
+	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: mwtest.DiscardLogger(), Observe: func(e middleware.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, e)
@@ -165,8 +165,8 @@ func TestLegacyServerAndClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, _, err := legacySend(ctx, c, !streaming, ask)
-		if err != nil || jsonOf(t, again) != jsonOf(t, reply) || agent.runsOf(ask.ID) != 1 {
-			t.Fatalf("retry of the reply: %s (%v), want %s once", jsonOf(t, again), err, jsonOf(t, reply))
+		if err != nil || mwtest.JSONOf(t, again) != mwtest.JSONOf(t, reply) || agent.runsOf(ask.ID) != 1 {
+			t.Fatalf("retry of the reply: %s (%v), want %s once", mwtest.JSONOf(t, again), err, mwtest.JSONOf(t, reply))
 		}
 	}
 
@@ -190,11 +190,11 @@ func (badReader) ReadTask(context.Context, *http.Request, string, string) ([]byt
 // is no v1.0 Task) answers a v0.3 retry with an internal error, typed on the client;
 // nothing runs again.
 func TestV03RetryOfUnconvertibleTask(t *testing.T) {
-	for _, d := range []dialect{jsonrpc03, rest03} {
+	for _, d := range []mwtest.Dialect{jsonrpc03, rest03} {
 		t.Run(d.String(), func(t *testing.T) {
-			h := newHarness(t, harnessConfig{tasks: func(*harness) middleware.TaskSource { return badReader{} }})
-			c := h.client(d, "", "")
-			msg := keyedMessage(t, idempotency.NewKey(), "echo unconvertible")
+			h := newHarness(t, mwtest.Config{Tasks: func(*mwtest.Harness) middleware.TaskSource { return badReader{} }})
+			c := h.Client(d, "", "")
+			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo unconvertible")
 			if _, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg}); err != nil {
 				t.Fatal(err)
 			}
@@ -206,19 +206,9 @@ func TestV03RetryOfUnconvertibleTask(t *testing.T) {
 			if strings.Contains(err.Error(), "json") || strings.Contains(err.Error(), "unmarshal") {
 				t.Fatalf("retry: %v: the answer carries the codec's internal error text", err)
 			}
-			if n := h.agent.RunsOf(msg.ID); n != 1 {
+			if n := h.Agent.RunsOf(msg.ID); n != 1 {
 				t.Fatalf("agent ran %d times, want 1", n)
 			}
 		})
 	}
-}
-
-// jsonOf returns v as JSON.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

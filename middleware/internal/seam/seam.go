@@ -147,13 +147,15 @@ type Params struct {
 }
 
 // Config mirrors the fields of a2a.SendMessageConfig the engine needs, with the
-// same Go types and json tags, so that a dialect may decode into it.
+// same Go types and json tags: the engine decodes v1.0's sends into it, and a
+// dialect may decode into it too.
 type Config struct {
 	HistoryLength *int `json:"historyLength,omitempty"`
 }
 
 // Message mirrors the fields of a2a.Message the engine needs, with the same Go types
-// and json tags, so that a dialect may decode into it.
+// and json tags: the engine decodes v1.0's sends into it, and a dialect may decode
+// into it too.
 type Message struct {
 	ID       string         `json:"messageId"`
 	Metadata map[string]any `json:"metadata,omitempty"`

@@ -113,14 +113,7 @@ func (b jsonrpc) TaskRequest(r *http.Request, s seam.Send, taskID string) *http.
 
 func (b jsonrpc) TaskAnswer(status int, body []byte) ([]byte, seam.Failure) {
 	raw, f := b.e.JSONRPC().TaskAnswer(status, body)
-	if f != nil {
-		return nil, f
-	}
-	task, err := kindjson.TaskToV1(raw)
-	if err != nil {
-		return nil, b.e.Unframable(err)
-	}
-	return task, nil
+	return taskToV1(b.e, raw, f, kindjson.TaskToV1)
 }
 
 func (b jsonrpc) SubscribeRequest(r *http.Request, s seam.Send, taskID string) *http.Request {

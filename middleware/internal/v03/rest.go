@@ -145,14 +145,7 @@ func (b rest) TaskRequest(r *http.Request, s seam.Send, taskID string) *http.Req
 
 func (b rest) TaskAnswer(status int, body []byte) ([]byte, seam.Failure) {
 	raw, f := b.e.HTTPJSON().TaskAnswer(status, body)
-	if f != nil {
-		return nil, f
-	}
-	task, err := pbjson.TaskToV1(raw)
-	if err != nil {
-		return nil, b.e.Unframable(err)
-	}
-	return task, nil
+	return taskToV1(b.e, raw, f, pbjson.TaskToV1)
 }
 
 // SubscribeRequest subscribes with GET, as v0.3's proto maps the call and as a2a-go's

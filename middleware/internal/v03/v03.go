@@ -47,3 +47,16 @@ const Version = "0.3"
 func Dialects(e seam.Engine) (seam.RPC, seam.REST) {
 	return jsonrpc{e}, rest{e}
 }
+
+// taskToV1 converts raw, the task a task read of v1.0's framing returned in a v0.3
+// shape, with the codec's toV1, unless the read failed with f.
+func taskToV1(e seam.Engine, raw []byte, f seam.Failure, toV1 func([]byte) ([]byte, error)) ([]byte, seam.Failure) {
+	if f != nil {
+		return nil, f
+	}
+	task, err := toV1(raw)
+	if err != nil {
+		return nil, e.Unframable(err)
+	}
+	return task, nil
+}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -82,19 +81,12 @@ func run() error {
 		}
 		return nil, nil
 	}
-	return testkit.ServeCommand(*addr, func(base string) (http.Handler, error) {
-		srv, err := testkit.New(testkit.Config{
-			Agent:      agent,
-			Index:      keys,
-			TaskStore:  tasks,
-			TaskReader: true,
-			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
-			BaseURL:    base,
-			Logger:     logger,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return srv.Handler, nil
+	return testkit.ServeCommand(*addr, testkit.Config{
+		Agent:      agent,
+		Index:      keys,
+		TaskStore:  tasks,
+		TaskReader: true,
+		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
+		Logger:     logger,
 	})
 }

@@ -83,26 +83,19 @@ func run() error {
 			}
 		}
 	}
-	return testkit.ServeCommand(*addr, func(base string) (http.Handler, error) {
-		srv, err := testkit.New(testkit.Config{
-			Agent:      agent,
-			Index:      keys,
-			TaskStore:  tasks,
-			TaskReader: true,
-			Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
-			BaseURL:    base,
-			Logger:     logger,
-			Wrap: func(next http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					w.Header().Set("X-Replica", *name)
-					next.ServeHTTP(w, r)
-				})
-			},
-		})
-		if err != nil {
-			return nil, err
-		}
-		return srv.Handler, nil
+	return testkit.ServeCommand(*addr, testkit.Config{
+		Agent:      agent,
+		Index:      keys,
+		TaskStore:  tasks,
+		TaskReader: true,
+		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
+		Logger:     logger,
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Replica", *name)
+				next.ServeHTTP(w, r)
+			})
+		},
 	})
 }
 

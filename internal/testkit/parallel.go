@@ -1,0 +1,68 @@
+package testkit
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Parallel runs op(i) for every i in [from, to) on conc goroutines, each taking the
+// next i until none is left or op fails, and returns the wall time and the first
+// error. The benchmarks use it to drive a store and its baseline with the same load.
+func Parallel(conc, from, to int, op func(i int) error) (time.Duration, error) {
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	next.Store(int64(from))
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= to {
+					return
+				}
+				if err := op(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+// Alternate measures kit against a baseline: b.N operations each, numbered from
+// first, conc at a time ([Parallel]), in ten rounds that alternate which side goes
+// first, so that a change of load on the machine during the run affects both sides
+// alike. It resets b's timer before the rounds and stops it after them, and returns
+// each side's total wall time; a failed operation fails the benchmark.
+func Alternate(b *testing.B, conc, first int, kit, base func(i int) error) (kitTime, baseTime time.Duration) {
+	b.Helper()
+	b.ResetTimer()
+	const rounds = 10
+	for r := range rounds {
+		from, to := first+r*b.N/rounds, first+(r+1)*b.N/rounds
+		sides := []struct {
+			op  func(int) error
+			sum *time.Duration
+		}{{base, &baseTime}, {kit, &kitTime}}
+		if r%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, side := range sides {
+			d, err := Parallel(conc, from, to, side.op)
+			if err != nil {
+				b.Fatal(err)
+			}
+			*side.sum += d
+		}
+	}
+	b.StopTimer()
+	return kitTime, baseTime
+}
