@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // EarlyBind says whether the middleware forwards a keyed blocking SendMessage as a
@@ -154,7 +154,12 @@ func (jsonrpc10) eventMembers(data []byte) (streamMembers, *failure) {
 	if f != nil {
 		return streamMembers{}, f
 	}
-	v, _ := readStreamMembers(result)
+	// result lies in data, which readResponse validated: one walk, no second scan;
+	// the members are copied, as readStreamMembers copies them.
+	v, _ := readValidStreamMembers(result)
+	for _, m := range []*json.RawMessage{&v.Task, &v.Message, &v.StatusUpdate, &v.ArtifactUpdate} {
+		*m = bytes.Clone(*m)
+	}
 	return v, nil
 }
 
@@ -176,26 +181,21 @@ func streamingRequest(r *http.Request, u url.URL, body []byte) *http.Request {
 
 // renameMethod returns the JSON-RPC call body with the value of its method member
 // replaced by method, every other byte kept: the member encoding/json reads (the
-// last whose name matches "method" case-insensitively).
+// last whose name matches "method" as encoding/json matches names). A body that is
+// not a valid JSON object is not renamed.
 func renameMethod(body []byte, method string) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	o, ok := member.Members(body)
+	if !ok {
 		return nil, false
 	}
 	start, end := -1, -1
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		name, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		if strings.EqualFold(name, "method") {
-			end = int(dec.InputOffset())
-			start = end - len(v)
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		if member.NameIs(name, "method") {
+			end = o.End()
+			start = end - len(value)
 		}
 	}
 	if start < 0 {
@@ -210,25 +210,41 @@ func renameMethod(body []byte, method string) ([]byte, bool) {
 }
 
 // returnsImmediately reports whether the send asks not to wait for the run
-// (configuration.returnImmediately), read leniently from body: such a send is
-// answered at once and gains nothing from early binding.
+// (configuration.returnImmediately), read leniently from body as json.Unmarshal into
+// nested structs reads it (the last member of a name wins; a null or mistyped
+// params or configuration changes nothing), by one walk: such a send is answered at
+// once and gains nothing from early binding.
 func returnsImmediately(d dialect, body []byte) bool {
-	type config struct {
-		Configuration struct {
-			ReturnImmediately json.RawMessage `json:"returnImmediately"`
-		} `json:"configuration"`
+	if !json.Valid(body) {
+		return false
 	}
-	var c config
+	var last []byte
+	config := func(params []byte) {
+		each(params, "configuration", func(c []byte) {
+			each(c, "returnImmediately", func(v []byte) { last = v })
+		})
+	}
 	if _, ok := d.(jsonrpc10); ok {
-		var call struct {
-			Params config `json:"params"`
-		}
-		_ = json.Unmarshal(body, &call)
-		c = call.Params
+		each(body, "params", config)
 	} else {
-		_ = json.Unmarshal(body, &c)
+		config(body)
 	}
-	return bytes.Equal(bytes.TrimSpace(c.Configuration.ReturnImmediately), []byte("true"))
+	return string(last) == "true"
+}
+
+// each calls f with the value of every member of the JSON object obj (valid JSON)
+// that encoding/json decodes into a struct field named field, in order; nothing
+// when obj is not an object.
+func each(obj []byte, field string, f func(value []byte)) {
+	o, ok := member.Members(obj)
+	if !ok {
+		return
+	}
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		if member.NameIs(name, field) {
+			f(value)
+		}
+	}
 }
 
 // earlySend returns the streaming form of the keyed unary send x, when it is to be

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // earlyWriter is the ResponseWriter of a send forwarded in its streaming form (early
@@ -123,9 +125,10 @@ func (f *taskFold) add(v streamMembers, size int) {
 	switch {
 	case f.tooBig:
 	case !isNull(v.Task):
-		var m map[string]json.RawMessage
-		if id := objectID(v.Task, "id"); id != "" && json.Unmarshal(v.Task, &m) == nil {
-			f.taskID, f.fields = id, m
+		if id := objectID(v.Task, "id"); id != "" {
+			if m, ok := objectMap(v.Task); ok {
+				f.taskID, f.fields = id, m
+			}
 		}
 	case !isNull(v.Message):
 		f.reply = v.Message
@@ -164,16 +167,16 @@ func (f *taskFold) statusUpdate(raw json.RawMessage) {
 		updateHead
 		Status json.RawMessage `json:"status"`
 	}
-	if json.Unmarshal(raw, &u) != nil || !f.of(u.updateHead) {
+	if v, ok := plainMembers(raw, "taskId", "contextId", "metadata", "status"); ok && u.updateHead.read(v) {
+		u.Status = v[3]
+	} else if u.updateHead = (updateHead{}); json.Unmarshal(raw, &u) != nil {
 		return
 	}
-	var cur struct {
-		Message json.RawMessage `json:"message"`
+	if !f.of(u.updateHead) {
+		return
 	}
-	if json.Unmarshal(f.fields["status"], &cur) == nil && !isNull(cur.Message) {
-		var history []json.RawMessage
-		_ = json.Unmarshal(f.fields["history"], &history)
-		f.fields["history"], _ = json.Marshal(append(history, cur.Message))
+	if msg := statusMessage(f.fields["status"]); !isNull(msg) {
+		f.fields["history"] = appendElement(f.fields["history"], msg)
 	}
 	if len(u.Metadata) > 0 {
 		f.fields["metadata"] = mergeMembers(f.fields["metadata"], u.Metadata)
@@ -189,7 +192,28 @@ func (f *taskFold) artifactUpdate(raw json.RawMessage) {
 		Append   bool            `json:"append"`
 		Artifact json.RawMessage `json:"artifact"`
 	}
-	if json.Unmarshal(raw, &u) != nil || isNull(u.Artifact) || !f.of(u.updateHead) {
+	fast := false
+	if v, ok := plainMembers(raw, "taskId", "contextId", "metadata", "append", "artifact"); ok && u.updateHead.read(v) {
+		u.Artifact = v[4]
+		switch string(v[3]) {
+		case "", "null", "false":
+			fast = true
+		case "true":
+			fast, u.Append = true, true
+		}
+	}
+	if !fast {
+		u.updateHead, u.Artifact = updateHead{}, nil
+		if json.Unmarshal(raw, &u) != nil {
+			return
+		}
+	}
+	if isNull(u.Artifact) || !f.of(u.updateHead) {
+		return
+	}
+	if isNull(f.fields["artifacts"]) && plainArtifact(u.Artifact) {
+		// The first artifact of the task (the common case): nothing to match.
+		f.fields["artifacts"] = appendElement(nil, u.Artifact)
 		return
 	}
 	type artifact struct {
@@ -239,4 +263,121 @@ func mergeMembers(obj json.RawMessage, add map[string]json.RawMessage) json.RawM
 	}
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// The fold reads members with one walk (member.Members) where encoding/json's
+// reading is plain, and with encoding/json where it is not; FuzzFold checks the
+// fold against one made by encoding/json alone.
+
+// plainMembers returns the values of the members of raw, valid JSON, that
+// encoding/json decodes into struct fields named names (at most 5), when that
+// reading is plain: raw is an object whose member names are ASCII without escapes,
+// and each field's name is written exactly, by one member at most. Otherwise it
+// returns false, and the caller decodes raw with encoding/json.
+func plainMembers(raw []byte, names ...string) (v [5]json.RawMessage, ok bool) {
+	o, ok := member.Members(raw)
+	if !ok {
+		return v, false
+	}
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		if !member.Plain(name) {
+			return v, false
+		}
+		for i, n := range names {
+			if len(name) != len(n) || !bytes.EqualFold(name, []byte(n)) {
+				continue
+			}
+			if string(name) != n || v[i] != nil {
+				return v, false // a name matched by case folding, or twice
+			}
+			v[i] = value
+		}
+	}
+	return v, true
+}
+
+// read sets h from the values of its members taskId, contextId and metadata (v[0:3],
+// nil when absent), as json.Unmarshal does when they have the types it decodes
+// without error, or reports false.
+func (h *updateHead) read(v [5]json.RawMessage) bool {
+	var out updateHead
+	switch {
+	case isNull(v[0]):
+	case v[0][0] == '"':
+		out.TaskID, _ = member.String(v[0])
+	default:
+		return false
+	}
+	out.ContextID = v[1]
+	switch {
+	case isNull(v[2]):
+	case v[2][0] == '{':
+		m, ok := objectMap(v[2])
+		if !ok {
+			return false
+		}
+		out.Metadata = m
+	default:
+		return false
+	}
+	*h = out
+	return true
+}
+
+// objectMap returns the members of the JSON object raw, valid JSON, as json.Unmarshal
+// into a map[string]json.RawMessage returns them (the last of a name wins), the
+// values aliasing raw, or false when raw is not an object.
+func objectMap(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	o, ok := member.Members(raw)
+	if !ok {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, 8)
+	for name, value, more := o.Next(); more; name, value, more = o.Next() {
+		key := string(name)
+		if !member.Plain(name) {
+			var ok bool
+			if key, ok = member.String(append(append([]byte{'"'}, name...), '"')); !ok {
+				return nil, false
+			}
+		}
+		m[key] = value
+	}
+	return m, true
+}
+
+// statusMessage returns the message of a task status, as json.Unmarshal reads it.
+func statusMessage(status json.RawMessage) json.RawMessage {
+	if v, ok := plainMembers(status, "message"); ok {
+		return v[0]
+	}
+	var cur struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(status, &cur) != nil {
+		return nil
+	}
+	return cur.Message
+}
+
+// appendElement returns the JSON array arr with v added at its end; when arr is not
+// an array, the array of v alone (what json.Unmarshal into a slice and json.Marshal
+// of the longer slice make, but for white space: task compacts it).
+func appendElement(arr, v json.RawMessage) json.RawMessage {
+	out := make([]byte, 0, len(arr)+len(v)+2)
+	out = append(out, '[')
+	if t := bytes.TrimSpace(arr); len(t) >= 2 && t[0] == '[' {
+		if inner := bytes.TrimSpace(t[1 : len(t)-1]); len(inner) > 0 {
+			out = append(append(out, inner...), ',')
+		}
+	}
+	return append(append(out, v...), ']')
+}
+
+// plainArtifact reports whether raw, valid JSON, is an artifact object that
+// json.Unmarshal reads without error and plainly: artifactId a string, parts an array,
+// metadata an object (each may be absent or null).
+func plainArtifact(raw json.RawMessage) bool {
+	v, ok := plainMembers(raw, "artifactId", "parts", "metadata")
+	return ok && (isNull(v[0]) || v[0][0] == '"') && (isNull(v[1]) || v[1][0] == '[') && (isNull(v[2]) || v[2][0] == '{')
 }

@@ -18,7 +18,7 @@ func TestPostgres(t *testing.T) {
 
 func TestPostgresBlockedDeadline(t *testing.T) {
 	db := openPostgres(t, "postgres")
-	testBlockedDeadline(t, db, func(t *testing.T, table string) func() {
+	testBlockedDeadline(t, db, false, func(t *testing.T, table string) func() {
 		tx, err := db.a.Beginx()
 		if err != nil {
 			t.Fatal(err)

@@ -24,14 +24,18 @@ func TestSQLiteStatementCount(t *testing.T) {
 func BenchmarkSQLiteClaims(b *testing.B) { benchmarkClaims(b, openSQLite) }
 
 func TestSQLiteBlockedDeadline(t *testing.T) {
-	db := openSQLite(t)
-	testBlockedDeadline(t, db, func(t *testing.T, table string) func() {
-		tx, err := db.a.Beginx() // BEGIN IMMEDIATE (_txlock=immediate): the write lock
-		if err != nil {
-			t.Fatal(err)
-		}
-		return func() { tx.Rollback() }
-	})
+	for _, far := range []bool{false, true} {
+		t.Run(map[bool]string{false: "near", true: "far"}[far], func(t *testing.T) {
+			db := openSQLite(t)
+			testBlockedDeadline(t, db, far, func(t *testing.T, table string) func() {
+				tx, err := db.a.Beginx() // BEGIN IMMEDIATE (_txlock=immediate): the write lock
+				if err != nil {
+					t.Fatal(err)
+				}
+				return func() { tx.Rollback() }
+			})
+		})
+	}
 }
 
 // TestSQLiteBusyRetries runs the contention test with SQLite's own busy wait off: every

@@ -50,6 +50,8 @@ type config struct {
 	publicURL string
 	store     string
 	table     string
+	// pgDriver is the database/sql driver of a postgres:// store: "pgx" or "pq".
+	pgDriver  string
 	logLevel  slog.Level
 	logFormat string
 
@@ -118,7 +120,7 @@ func envName(name string) string {
 // parse reads args, then the environment through getenv for every flag args did not
 // set, into a config.
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	c := &config{tenantPaths: []string{"/tenants/{*}", "/{*}"}}
+	c := &config{tenantPaths: []string{"/tenants/{*}", "/{*}"}, pgDriver: "pgx"}
 	fs := flag.NewFlagSet("a2a-idempotency-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var upstream, trusted string
@@ -133,6 +135,13 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	fs.StringVar(&c.store, "store", defaultStore, "key store `URL`: a SQLite file path (or sqlite:PATH), a postgres:// DSN, or redis:// (put a DSN "+
 		"with a password in $"+envName("store")+": any local user can read a command line)")
 	fs.StringVar(&c.table, "table", sqlstore.DefaultTable, "key table `name` (SQL stores)")
+	fs.Func("postgres-driver", "`driver` of a postgres:// store: pgx (github.com/jackc/pgx/v5, the default) or pq (github.com/lib/pq)", func(v string) error {
+		if v != "pgx" && v != "pq" {
+			return fmt.Errorf("want pgx or pq")
+		}
+		c.pgDriver = v
+		return nil
+	})
 	fs.Var(&listFlag{values: &c.tenantPaths}, "tenant-path", "tenant path `templates` of HTTP+JSON sends, comma-separated, tried in order, in the syntax "+
 		"of a2a-go's NewTenantRESTHandler ('*' one segment, {} the tenant): a send to /tenants/acme/message:send is in tenant acme's key space "+
 		"whatever its body says. A send under a path no template matches is scoped by its whole path")

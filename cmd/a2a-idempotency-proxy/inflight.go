@@ -41,7 +41,11 @@ func isSend(r *http.Request) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return false
 	}
-	head := make([]byte, sniffBytes)
+	size := int64(sniffBytes)
+	if r.ContentLength >= 0 && r.ContentLength < size {
+		size = r.ContentLength + 1 // +1 to see the end of the body
+	}
+	head := make([]byte, size)
 	n := 0
 	var err error
 	for n < len(head) && err == nil {
@@ -62,27 +66,106 @@ func isSend(r *http.Request) bool {
 }
 
 // method reports whether the top-level "method" of the JSON object that head begins
-// is a send.
+// is a send: the first member whose name, unquoted, is "method", read by one walk over
+// the bytes (no tokens, no allocation but for names or values with escapes). head
+// may end anywhere; a member cut off is not read.
 func method(head []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(head))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+	i := jsonSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
 		return false
 	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
+	for i = jsonSpace(head, i+1); i < len(head) && head[i] == '"'; i = jsonSpace(head, i+1) {
+		end := jsonSkip(head, i)
+		if end < 0 {
 			return false
 		}
-		if k == "method" {
-			var m string
-			return d.Decode(&m) == nil && rpcSendMethods[m]
+		name := head[i:end]
+		if i = jsonSpace(head, end); i >= len(head) || head[i] != ':' {
+			return false
 		}
-		var skip json.RawMessage
-		if d.Decode(&skip) != nil {
+		i = jsonSpace(head, i+1)
+		if end = jsonSkip(head, i); end < 0 {
+			return false
+		}
+		if jsonString(name) == "method" {
+			m := jsonString(head[i:end])
+			return m != "" && rpcSendMethods[m]
+		}
+		if i = jsonSpace(head, end); i >= len(head) || head[i] != ',' {
 			return false
 		}
 	}
 	return false
+}
+
+// jsonString returns the JSON string raw unquoted, or "" when it is not one.
+func jsonString(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// jsonSpace returns the index of the first byte of d from i on that is not JSON
+// white space.
+func jsonSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonSkip returns the index just past the JSON value that starts at d[i], or -1
+// when d ends before it does.
+func jsonSkip(d []byte, i int) int {
+	if i >= len(d) {
+		return -1
+	}
+	switch d[i] {
+	case '"':
+		for i++; i < len(d); i++ {
+			switch d[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return -1
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				end := jsonSkip(d, i)
+				if end < 0 {
+					return -1
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	for ; i < len(d); i++ { // a number or a literal
+		switch d[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return -1
 }
 
 // readCloser reads from r and closes c.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	_ "github.com/lib/pq"           // PostgreSQL, for -store postgres://...
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, for -store postgres://... (-postgres-driver pgx)
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"           // PostgreSQL, -postgres-driver pq
 	_ "github.com/mattn/go-sqlite3" // SQLite, the default store (needs cgo)
 
 	"github.com/a2akit/idempotency"
@@ -44,10 +46,41 @@ func openStore(ctx context.Context, c *config) (*keyStore, error) {
 	return open(ctx, c)
 }
 
+// openSQLDB opens the SQL database of -store: sqlstore.Open, which takes lib/pq
+// when it is registered, unless a postgres:// store is to use pgx. It keeps
+// maxIdleConns idle connections: database/sql keeps 2 by default, and with more
+// sends in flight every store call past the second opened a connection and closed
+// it after, paying a connect (for SQLite, its pragmas and a new statement cache).
+func openSQLDB(ctx context.Context, c *config) (*sqlx.DB, error) {
+	var db *sqlx.DB
+	if s := sqlstore.Scheme(c.store); c.pgDriver != "pgx" || s != "postgres" && s != "postgresql" {
+		var err error
+		if db, err = sqlstore.Open(ctx, c.store); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if db, err = sqlx.Open("pgx", c.store); err != nil {
+			return nil, fmt.Errorf("open %s: %w", sqlstore.Describe(c.store), err)
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("connect to %s: %w", sqlstore.Describe(c.store), err)
+		}
+	}
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
+// maxIdleConns is how many idle connections the sidecar keeps to its SQL store:
+// enough for the sends a busy sidecar has in flight at once.
+const maxIdleConns = 32
+
 // openSQL opens a SQLite file (created if missing) or a PostgreSQL database, and
 // creates the key table if needed.
 func openSQL(ctx context.Context, c *config) (*keyStore, error) {
-	db, err := sqlstore.Open(ctx, c.store)
+	db, err := openSQLDB(ctx, c)
 	if err != nil {
 		return nil, err
 	}

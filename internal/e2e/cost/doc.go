@@ -9,9 +9,11 @@
 // JSON-RPC and HTTP+JSON SendMessage requests, a fresh message id (and key) each,
 // from this process to: the upstream directly; through the hop; through the sidecar
 // unkeyed; and keyed, with the sidecar's keys in SQLite and, when
-// IDEMPOTENCY_POSTGRES_DSN is set, PostgreSQL (lib/pq, the one driver the sidecar
-// opens). Keyed bodies go to the upstream and the hop too, so that every keyed row
-// compares the same bytes. For every run it reads each process's CPU time from
+// IDEMPOTENCY_POSTGRES_DSN is set, PostgreSQL through pgx and through lib/pq
+// (-postgres-driver), and Redis when IDEMPOTENCY_REDIS_URL is set; on JSON-RPC, also
+// keyed on SQLite with early bind off, and with synchronous=NORMAL (no fsync at each
+// commit: what the fsync costs). Keyed bodies go to the upstream and the hop too, so
+// that every keyed row compares the same bytes. For every run it reads each process's CPU time from
 // /proc/<pid>/task/*/schedstat (nanoseconds the scheduler ran its threads) and its
 // heap allocations (runtime.MemStats.Mallocs, through a debug listener compiled into
 // the binaries with go build -overlay, so that no command carries test code); each

@@ -366,18 +366,28 @@ func TestProcessCost(t *testing.T) {
 	if baseBin != "" {
 		base = sidecar(baseBin, "sidecar-baseline", filepath.Join(dir, "keys-base.db"), "idempotency_keys")
 	}
-	var pg *proc
+	// SQLite's synchronous=NORMAL (no fsync at each commit in WAL mode: a commit
+	// survives the process's crash, not the machine's) is measured beside the
+	// default FULL, to show what the fsync costs; the sidecar keeps FULL unless its
+	// -store URL says otherwise.
+	sqliteNormal := sidecar(proxyBin, "sidecar-sqlite-syncNormal", "file:"+filepath.Join(dir, "keys-normal.db")+"?_synchronous=NORMAL", "idempotency_keys")
+	var pgx, pq, rds *proc
 	if dsn := os.Getenv("IDEMPOTENCY_POSTGRES_DSN"); dsn != "" {
-		ix := testdb.ForTest(t, "postgres", 4)
-		pg = sidecar(proxyBin, "sidecar-postgres", dsn, ix.Table)
+		pgx = sidecar(proxyBin, "sidecar-postgres-pgx", dsn, testdb.ForTest(t, "postgres", 4).Table, "-postgres-driver", "pgx")
+		pq = sidecar(proxyBin, "sidecar-postgres-pq", dsn, testdb.ForTest(t, "postgres", 4).Table, "-postgres-driver", "pq")
 	} else {
 		fmt.Println("note: IDEMPOTENCY_POSTGRES_DSN is not set: no PostgreSQL rows")
 	}
-	fmt.Println("note: the sidecar opens PostgreSQL through lib/pq only (no pgx rows); no redisstore module on this branch (no Redis rows)")
+	if u := os.Getenv("IDEMPOTENCY_REDIS_URL"); u != "" {
+		// Fresh keys every run; they expire in ten minutes.
+		rds = sidecar(proxyBin, "sidecar-redis", u, "idempotency_keys", "-key-max-age", "10m")
+	} else {
+		fmt.Println("note: IDEMPOTENCY_REDIS_URL is not set: no Redis rows")
+	}
 
 	// The hop is every ratio's baseline, in both bindings and both kinds of body;
-	// the direct rows (the upstream's own CPU), early bind off and PostgreSQL are
-	// run on JSON-RPC only, to keep a round short on a shared machine.
+	// the direct rows (the upstream's own CPU), early bind off, synchronous=NORMAL,
+	// PostgreSQL and Redis are run on JSON-RPC only, to keep a round short.
 	var configs []config
 	for _, b := range wireclient.Bindings {
 		rpc := b == wireclient.JSONRPC
@@ -391,10 +401,14 @@ func TestProcessCost(t *testing.T) {
 			config{name: "sidecar-sqlite", binding: b, keyed: true, front: sqlite, base: "hop"},
 		)
 		if rpc {
-			configs = append(configs, config{name: "sidecar-sqlite-ebOff", binding: b, keyed: true, front: sqliteOff, base: "hop"})
-		}
-		if rpc && pg != nil {
-			configs = append(configs, config{name: "sidecar-postgres", binding: b, keyed: true, front: pg, base: "hop"})
+			configs = append(configs,
+				config{name: "sidecar-sqlite-ebOff", binding: b, keyed: true, front: sqliteOff, base: "hop"},
+				config{name: "sidecar-sqlite-syncNormal", binding: b, keyed: true, front: sqliteNormal, base: "hop"})
+			for _, p := range []*proc{pgx, pq, rds} {
+				if p != nil {
+					configs = append(configs, config{name: p.name, binding: b, keyed: true, front: p, base: "hop"})
+				}
+			}
 		}
 		if base != nil {
 			configs = append(configs,

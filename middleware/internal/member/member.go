@@ -71,6 +71,10 @@ func (o *Object) Next() (name, value []byte, ok bool) {
 	return name, value, true
 }
 
+// End returns the offset in raw (as passed to Members) just past the value Next
+// returned last.
+func (o *Object) End() int { return o.pos }
+
 // NameIs reports whether a member whose name is written as name (see Next) is
 // decoded by encoding/json into a struct field named field, when the struct has no
 // other field of that name under case folding: the names are equal, or equal once
@@ -133,6 +137,10 @@ func String(raw []byte) (string, bool) {
 	}
 	return s, true
 }
+
+// Plain reports whether a member name as Next returns it holds no escape and only
+// ASCII, so that it is the name it decodes to.
+func Plain(name []byte) bool { return isPlain(name) }
 
 // isPlain reports whether the bytes of a JSON string hold no escape and only ASCII,
 // so that they are what they decode to.

@@ -158,11 +158,18 @@ func ParseTable(s string) (schema, name string, err error) {
 }
 
 // Exec runs a statement that changes rows, through RetryBusy, and returns how many
-// it changed.
+// it changed. On SQLite, when ctx's deadline is further than noInterruptAfter, the
+// statement itself runs under a context that does not end (see quietContext); the
+// connection is still taken from the pool under ctx, and RetryBusy still stops at it.
 func Exec(ctx context.Context, db Runner, sqlite bool, query string, args ...any) (int64, error) {
 	var n int64
 	err := RetryBusy(ctx, sqlite, func() error {
-		res, err := db.ExecContext(ctx, query, args...)
+		run, sctx, done, err := quietContext(ctx, db, sqlite)
+		if err != nil {
+			return err
+		}
+		defer done()
+		res, err := run.ExecContext(sctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -170,6 +177,38 @@ func Exec(ctx context.Context, db Runner, sqlite bool, query string, args ...any
 		return err
 	})
 	return n, err
+}
+
+// noInterruptAfter is how far a deadline must be for a SQLite statement to run
+// without watching it: ten times the busy timeout SQLiteParams sets (100 ms), the
+// longest a statement of the stores waits inside SQLite.
+const noInterruptAfter = time.Second
+
+// quietContext returns where to run one SQLite statement and the context for it.
+// github.com/mattn/go-sqlite3 runs every statement whose context can end on a
+// goroutine of its own, and waits for it or for the context, to interrupt SQLite:
+// a goroutine and two wake-ups a statement. A store's statement (a claim, a bind)
+// ends within the busy timeout, so when ctx's deadline is further than
+// noInterruptAfter it runs under context.WithoutCancel(ctx), on a connection taken
+// from the pool under ctx (done returns it): the wait for a connection still ends
+// with ctx, and RetryBusy stops at ctx between attempts. Otherwise, and off SQLite,
+// it returns db and ctx.
+func quietContext(ctx context.Context, db Runner, sqlite bool) (run Runner, sctx context.Context, done func(), err error) {
+	d, ok := ctx.Deadline()
+	if !sqlite || !ok || time.Until(d) <= noInterruptAfter {
+		return db, ctx, func() {}, nil
+	}
+	pool, isPool := db.(interface {
+		Conn(context.Context) (*sql.Conn, error)
+	})
+	if !isPool { // a transaction: its connection is held already
+		return db, context.WithoutCancel(ctx), func() {}, nil
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return conn, context.WithoutCancel(ctx), func() { conn.Close() }, nil
 }
 
 // QueryRow runs a query through RetryBusy and scans its first row into dest; it

@@ -1,0 +1,198 @@
+package middleware
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// refFold is the fold as encoding/json alone made it (before the walk): FuzzFold
+// holds taskFold to it.
+// refFold: a task as the events of its stream make it, folded as a2a-go's task
+// manager folds them into the stored task: a Task event is the task; a status update
+// moves the current status's message to the history, merges its metadata and
+// replaces the status; an artifact update adds the artifact, replaces the one of the
+// same artifactId, or (append) adds its parts to that one. A Message event is the
+// agent's reply. Members are v1.0 JSON, kept as they came.
+type refFold struct {
+	taskID string
+	fields map[string]json.RawMessage // nil before a Task or an update
+	reply  []byte
+	size   int  // bytes folded
+	tooBig bool // past maxAnswerCopy, or an event too large: not folded further
+}
+
+// whole reports whether the fold holds the whole task.
+func (f *refFold) whole() bool { return f.fields != nil && !f.tooBig }
+
+// task returns the folded task as JSON.
+func (f *refFold) task() []byte {
+	b, _ := json.Marshal(f.fields)
+	return b
+}
+
+// add folds the members of one event of size bytes.
+func (f *refFold) add(v streamMembers, size int) {
+	if f.size += size; f.size > maxAnswerCopy {
+		f.tooBig = true
+	}
+	switch {
+	case f.tooBig:
+	case !isNull(v.Task):
+		var m map[string]json.RawMessage
+		if id := objectID(v.Task, "id"); id != "" && json.Unmarshal(v.Task, &m) == nil {
+			f.taskID, f.fields = id, m
+		}
+	case !isNull(v.Message):
+		f.reply = v.Message
+	case !isNull(v.StatusUpdate):
+		f.statusUpdate(v.StatusUpdate)
+	case !isNull(v.ArtifactUpdate):
+		f.artifactUpdate(v.ArtifactUpdate)
+	}
+}
+
+// refUpdateHead is what status and artifact updates share.
+type refUpdateHead struct {
+	TaskID    string                     `json:"taskId"`
+	ContextID json.RawMessage            `json:"contextId"`
+	Metadata  map[string]json.RawMessage `json:"metadata"`
+}
+
+// of returns whether u updates the folded task, starting the task from u when none
+// is known yet.
+func (f *refFold) of(u refUpdateHead) bool {
+	if u.TaskID == "" {
+		return false
+	}
+	if f.fields == nil {
+		f.taskID = u.TaskID
+		f.fields = map[string]json.RawMessage{"id": json.RawMessage(strconv.Quote(u.TaskID))}
+		if !isNull(u.ContextID) {
+			f.fields["contextId"] = u.ContextID
+		}
+	}
+	return u.TaskID == f.taskID
+}
+
+func (f *refFold) statusUpdate(raw json.RawMessage) {
+	var u struct {
+		refUpdateHead
+		Status json.RawMessage `json:"status"`
+	}
+	if json.Unmarshal(raw, &u) != nil || !f.of(u.refUpdateHead) {
+		return
+	}
+	var cur struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(f.fields["status"], &cur) == nil && !isNull(cur.Message) {
+		var history []json.RawMessage
+		_ = json.Unmarshal(f.fields["history"], &history)
+		f.fields["history"], _ = json.Marshal(append(history, cur.Message))
+	}
+	if len(u.Metadata) > 0 {
+		f.fields["metadata"] = refMergeMembers(f.fields["metadata"], u.Metadata)
+	}
+	if !isNull(u.Status) {
+		f.fields["status"] = u.Status
+	}
+}
+
+func (f *refFold) artifactUpdate(raw json.RawMessage) {
+	var u struct {
+		refUpdateHead
+		Append   bool            `json:"append"`
+		Artifact json.RawMessage `json:"artifact"`
+	}
+	if json.Unmarshal(raw, &u) != nil || isNull(u.Artifact) || !f.of(u.refUpdateHead) {
+		return
+	}
+	type artifact struct {
+		ID       string                     `json:"artifactId"`
+		Parts    []json.RawMessage          `json:"parts"`
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	var in artifact
+	var all []json.RawMessage
+	if json.Unmarshal(u.Artifact, &in) != nil {
+		return
+	}
+	_ = json.Unmarshal(f.fields["artifacts"], &all)
+	i := -1
+	for j, a := range all {
+		var cur artifact
+		if json.Unmarshal(a, &cur) == nil && cur.ID == in.ID {
+			i = j
+		}
+	}
+	switch {
+	case i < 0:
+		all = append(all, u.Artifact)
+	case !u.Append:
+		all[i] = u.Artifact
+	default:
+		var fields map[string]json.RawMessage
+		var cur artifact
+		if json.Unmarshal(all[i], &fields) != nil || json.Unmarshal(all[i], &cur) != nil {
+			return
+		}
+		fields["parts"], _ = json.Marshal(append(cur.Parts, in.Parts...))
+		if len(in.Metadata) > 0 {
+			fields["metadata"] = refMergeMembers(fields["metadata"], in.Metadata)
+		}
+		all[i], _ = json.Marshal(fields)
+	}
+	f.fields["artifacts"], _ = json.Marshal(all)
+}
+
+// mergeMembers returns the JSON object obj with the members of add set in it.
+func refMergeMembers(obj json.RawMessage, add map[string]json.RawMessage) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(obj, &m)
+	for k, v := range add {
+		m[k] = v
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// FuzzFold feeds the same events, split from the input at new lines, to taskFold
+// and to refFold, and requires the same task, reply and task id.
+func FuzzFold(f *testing.F) {
+	task := `{"task":{"id":"t1","contextId":"c1","history":[{"messageId":"m1","parts":[{"text":"hello"}],"role":"ROLE_USER"}],"status":{"state":"TASK_STATE_SUBMITTED","message":{"messageId":"s0"}}}}`
+	working := `{"statusUpdate":{"contextId":"c1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-04T17:25:19.768342469Z"},"taskId":"t1"}}`
+	art := `{"artifactUpdate":{"artifact":{"artifactId":"a1","parts":[{"text":"echo: hello"}]},"contextId":"c1","taskId":"t1"}}`
+	done := `{"statusUpdate":{"contextId":"c1","status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"s1","parts":[{"text":"<done> & \u2028"}]}},"taskId":"t1","metadata":{"k":1}}}`
+	for _, seed := range []string{
+		strings.Join([]string{task, working, art, done}, "\n"),
+		strings.Join([]string{working, art, art, done}, "\n"),
+		strings.Join([]string{task, art, `{"artifactUpdate":{"append":true,"artifact":{"artifactId":"a1","parts":[{"text":"more"}],"metadata":{"x":"y"}},"taskId":"t1"}}`}, "\n"),
+		strings.Join([]string{task, `{"statusUpdate":{"TaskId":"t1","status":{"state":"X"},"taskId":"t1","metadata":{"a":1},"metadata":{"b":2}}}`}, "\n"),
+		strings.Join([]string{`{"task":{"id":"t\u0031","history":{},"status":{"Message":{"a":1}},"\u0069d":"t2"}}`, `{"statusUpdate":{"taskId":"t2","metadata":null,"status":null}}`, `{"artifactUpdate":{"taskId":"t2","append":1,"artifact":{"artifactId":"a"}}}`, `{"artifactUpdate":{"taskId":"t2","artifact":{"artifactId":7}}}`}, "\n"),
+		strings.Join([]string{task, `{"statusUpdate":{"taskId":"t1","status":{"message":null}}}`, `{"statusUpdate":{"taskId":"t1","status":"x"}}`, `{"message":{"messageId":"r"}}`}, "\n"),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var got taskFold
+		var want refFold
+		for ev := range bytes.SplitSeq(in, []byte("\n")) {
+			v, ok := readStreamMembers(ev)
+			if !ok {
+				continue
+			}
+			got.add(v, len(ev))
+			want.add(v, len(ev))
+		}
+		if got.taskID != want.taskID || !bytes.Equal(got.reply, want.reply) || got.whole() != want.whole() {
+			t.Fatalf("fold: id %q reply %s whole %v; encoding/json: id %q reply %s whole %v",
+				got.taskID, got.reply, got.whole(), want.taskID, want.reply, want.whole())
+		}
+		if got.whole() && !bytes.Equal(got.task(), want.task()) {
+			t.Fatalf("fold:\n%s\nencoding/json:\n%s", got.task(), want.task())
+		}
+	})
+}
