@@ -19,7 +19,8 @@ import (
 func TestExtendedCardListsExtension(t *testing.T) {
 	card := func() *a2a.AgentCard {
 		return &a2a.AgentCard{Name: "extended", Description: "the authenticated card", Version: "1.0",
-			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://127.0.0.1/jsonrpc", a2a.TransportProtocolJSONRPC)},
+			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://127.0.0.1/jsonrpc", a2a.TransportProtocolJSONRPC),
+				a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON)},
 			Capabilities: a2a.AgentCapabilities{Streaming: true, ExtendedAgentCard: true,
 				Extensions: []a2a.AgentExtension{{URI: "https://example.com/other", Description: "another"}}},
 			DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},

@@ -114,9 +114,14 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
-	if cfg.card != nil {
-		mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(cfg.card))
+	// The card lists the HTTP+JSON mount, so that the middleware's default tenant
+	// routes put /rest/message:send in the body's tenant's scope, as gRPC's.
+	card := cfg.card
+	if card == nil {
+		card = &a2a.AgentCard{Name: "echo",
+			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON)}}
 	}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	var h http.Handler = mux
 	grpcOptions := cfg.grpcOptions
 	if cfg.keyed {
@@ -129,7 +134,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 			t.Fatal(err)
 		}
 		grpcOptions = append(grpcOptions, kit.ServerOptions()...)
-		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait})
+		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait,
+			CheckContent: cfg.opts.CheckContent})
 		if err != nil {
 			t.Fatal(err)
 		}

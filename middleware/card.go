@@ -61,6 +61,9 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	if isJSON(bw.header) && bw.header.Get("Content-Encoding") == "" {
 		if !strings.HasSuffix(r.URL.Path, extendedCardSuffix) {
 			h.m.early.sawCard(body)
+			if h.m.learnRoutes {
+				h.m.routes.LearnCard(body, "")
+			}
 		}
 		card, outcome := cardedit.AddExtension(body, idempotency.ExtensionURI, extensionEntry)
 		switch {
