@@ -18,12 +18,12 @@ const (
 	// messageId, a tenant or id the index cannot store). JSON-RPC -32602, HTTP 400
 	// INVALID_ARGUMENT, gRPC INVALID_ARGUMENT.
 	ReasonInvalid = "KEYED_SEND_INVALID"
-	// ReasonKeyReused: the key is held by another message (or, when keys are bound
-	// to callers, by another caller). -32602, 400, INVALID_ARGUMENT.
+	// ReasonKeyReused: the key is held by another message; or, when keys are bound
+	// to callers, by another caller; or, with Options.CheckContent, by the same
+	// messageId with other content. The three are one answer on purpose: the claim
+	// holds one digest of them, and the answer discloses nothing of the holder.
+	// -32602, 400, INVALID_ARGUMENT.
 	ReasonKeyReused = "KEY_REUSED"
-	// ReasonContentChanged: a retry with the first attempt's messageId but another
-	// message, refused by the optional content check. -32602, 400, INVALID_ARGUMENT.
-	ReasonContentChanged = "MESSAGE_CHANGED"
 	// ReasonInFlight: the first attempt is still in flight and its task is not known
 	// yet; retry after Retry-After. HTTP 409 (JSON-RPC -32000, HTTP+JSON status
 	// UNAVAILABLE), gRPC UNAVAILABLE.
