@@ -216,6 +216,13 @@ func (f *taskFold) artifactUpdate(raw json.RawMessage) {
 		f.fields["artifacts"] = appendElement(nil, u.Artifact)
 		return
 	}
+	mergeArtifact(f.fields, u.Artifact, u.Append)
+}
+
+// mergeArtifact folds the artifact a of an update into the task's members fields as
+// a2a-go does: a new artifact id is added, a known one replaced, or, when add is
+// set, given a's parts after its own and a's metadata over its own.
+func mergeArtifact(fields map[string]json.RawMessage, a json.RawMessage, add bool) {
 	type artifact struct {
 		ID       string                     `json:"artifactId"`
 		Parts    []json.RawMessage          `json:"parts"`
@@ -223,10 +230,10 @@ func (f *taskFold) artifactUpdate(raw json.RawMessage) {
 	}
 	var in artifact
 	var all []json.RawMessage
-	if json.Unmarshal(u.Artifact, &in) != nil {
+	if json.Unmarshal(a, &in) != nil {
 		return
 	}
-	_ = json.Unmarshal(f.fields["artifacts"], &all)
+	_ = json.Unmarshal(fields["artifacts"], &all)
 	i := -1
 	for j, a := range all {
 		var cur artifact
@@ -236,9 +243,9 @@ func (f *taskFold) artifactUpdate(raw json.RawMessage) {
 	}
 	switch {
 	case i < 0:
-		all = append(all, u.Artifact)
-	case !u.Append:
-		all[i] = u.Artifact
+		all = append(all, a)
+	case !add:
+		all[i] = a
 	default:
 		var fields map[string]json.RawMessage
 		var cur artifact
@@ -251,7 +258,7 @@ func (f *taskFold) artifactUpdate(raw json.RawMessage) {
 		}
 		all[i], _ = json.Marshal(fields)
 	}
-	f.fields["artifacts"], _ = json.Marshal(all)
+	fields["artifacts"], _ = json.Marshal(all)
 }
 
 // mergeMembers returns the JSON object obj with the members of add set in it.

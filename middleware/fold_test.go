@@ -94,7 +94,7 @@ func (f *refFold) statusUpdate(raw json.RawMessage) {
 		f.fields["history"], _ = json.Marshal(append(history, cur.Message))
 	}
 	if len(u.Metadata) > 0 {
-		f.fields["metadata"] = refMergeMembers(f.fields["metadata"], u.Metadata)
+		f.fields["metadata"] = mergeMembers(f.fields["metadata"], u.Metadata)
 	}
 	if !isNull(u.Status) {
 		f.fields["status"] = u.Status
@@ -110,53 +110,7 @@ func (f *refFold) artifactUpdate(raw json.RawMessage) {
 	if json.Unmarshal(raw, &u) != nil || isNull(u.Artifact) || !f.of(u.refUpdateHead) {
 		return
 	}
-	type artifact struct {
-		ID       string                     `json:"artifactId"`
-		Parts    []json.RawMessage          `json:"parts"`
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	var in artifact
-	var all []json.RawMessage
-	if json.Unmarshal(u.Artifact, &in) != nil {
-		return
-	}
-	_ = json.Unmarshal(f.fields["artifacts"], &all)
-	i := -1
-	for j, a := range all {
-		var cur artifact
-		if json.Unmarshal(a, &cur) == nil && cur.ID == in.ID {
-			i = j
-		}
-	}
-	switch {
-	case i < 0:
-		all = append(all, u.Artifact)
-	case !u.Append:
-		all[i] = u.Artifact
-	default:
-		var fields map[string]json.RawMessage
-		var cur artifact
-		if json.Unmarshal(all[i], &fields) != nil || json.Unmarshal(all[i], &cur) != nil {
-			return
-		}
-		fields["parts"], _ = json.Marshal(append(cur.Parts, in.Parts...))
-		if len(in.Metadata) > 0 {
-			fields["metadata"] = refMergeMembers(fields["metadata"], in.Metadata)
-		}
-		all[i], _ = json.Marshal(fields)
-	}
-	f.fields["artifacts"], _ = json.Marshal(all)
-}
-
-// mergeMembers returns the JSON object obj with the members of add set in it.
-func refMergeMembers(obj json.RawMessage, add map[string]json.RawMessage) json.RawMessage {
-	m := map[string]json.RawMessage{}
-	_ = json.Unmarshal(obj, &m)
-	for k, v := range add {
-		m[k] = v
-	}
-	out, _ := json.Marshal(m)
-	return out
+	mergeArtifact(f.fields, u.Artifact, u.Append)
 }
 
 // FuzzFold feeds the same events, split from the input at new lines, to taskFold
