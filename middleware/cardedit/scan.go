@@ -6,8 +6,8 @@ package cardedit
 import (
 	"bytes"
 	"encoding/json"
-	"unicode"
-	"unicode/utf8"
+
+	jsonmember "github.com/a2akit/idempotency/middleware/internal/member"
 )
 
 // member is a member of an object: its name, where its name starts, its colon,
@@ -21,7 +21,7 @@ type member struct {
 // is reports whether encoding/json would decode the member into a struct field
 // named name (ASCII): names match under Go's case folding.
 func (m member) is(name string) bool {
-	return bytes.Equal(foldName([]byte(m.name)), foldName([]byte(name)))
+	return bytes.Equal(jsonmember.Fold([]byte(m.name)), jsonmember.Fold([]byte(name)))
 }
 
 // members returns the members of the object opening at open, in order. card is
@@ -109,31 +109,4 @@ func valueEnd(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// foldName folds a member name as encoding/json does to match it to a field.
-func foldName(in []byte) []byte {
-	var out []byte
-	for i := 0; i < len(in); {
-		if c := in[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(in[i:])
-		for {
-			r2 := unicode.SimpleFold(r)
-			if r2 <= r {
-				r = r2
-				break
-			}
-			r = r2
-		}
-		out = utf8.AppendRune(out, r)
-		i += n
-	}
-	return out
 }

@@ -92,11 +92,12 @@ func NameIs(name []byte, field string) bool {
 	if json.Unmarshal(q, &s) != nil {
 		return false
 	}
-	return s == field || bytes.Equal(fold([]byte(s)), fold([]byte(field)))
+	return s == field || bytes.Equal(Fold([]byte(s)), Fold([]byte(field)))
 }
 
-// fold is encoding/json's foldName.
-func fold(in []byte) []byte {
+// Fold folds a member name as encoding/json does to match it to a field (its
+// foldName): two names match when their folds are equal.
+func Fold(in []byte) []byte {
 	out := make([]byte, 0, len(in))
 	for i := 0; i < len(in); {
 		if c := in[i]; c < utf8.RuneSelf {
