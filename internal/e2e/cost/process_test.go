@@ -120,12 +120,12 @@ func freeAddr(t *testing.T) string {
 
 // startProc starts bin and waits for the line of its standard output that names
 // the URL it listens at.
-func startProc(t *testing.T, name, bin string, logs io.Writer, args ...string) *proc {
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	debug := freeAddr(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "A2A_COST_DEBUG_ADDR="+debug)
-	cmd.Stderr = logs
+	cmd.Stderr = os.Stderr // an *os.File: the processes write to it directly, each Write whole
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,6 @@ func TestProcessCost(t *testing.T) {
 	rounds := costEnv("IDEMPOTENCY_COST_ROUNDS", 3)
 	conc := costEnv("IDEMPOTENCY_COST_CONC", 8)
 	dir := t.TempDir()
-	logs := &lockedWriter{w: os.Stderr}
 
 	const proxyPkg = "github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy"
 	upBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/upstream", "", nil)
@@ -353,12 +352,12 @@ func TestProcessCost(t *testing.T) {
 		baseBin = buildWithDebug(t, dir, proxyPkg, "proxy-baseline", ov.Replace)
 	}
 
-	up := startProc(t, "upstream", upBin, logs)
-	hop := startProc(t, "hop", hopBin, logs, "-upstream", up.url)
+	up := startProc(t, "upstream", upBin)
+	hop := startProc(t, "hop", hopBin, "-upstream", up.url)
 	sidecar := func(bin, name, store, table string, extra ...string) *proc {
 		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
 			"-table", table, "-log-level", "WARN"}, extra...)
-		return startProc(t, name, bin, logs, args...)
+		return startProc(t, name, bin, args...)
 	}
 	sqlite := sidecar(proxyBin, "sidecar-sqlite", filepath.Join(dir, "keys.db"), "idempotency_keys")
 	sqliteOff := sidecar(proxyBin, "sidecar-sqlite-ebOff", filepath.Join(dir, "keys-off.db"), "idempotency_keys", "-early-bind", "off")
@@ -561,16 +560,4 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// lockedWriter serializes the processes' logs.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
