@@ -1,7 +1,6 @@
 package cost_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -105,7 +104,7 @@ type proc struct {
 	name  string
 	url   string
 	debug string // base URL of its debug listener
-	cmd   *exec.Cmd
+	pid   int
 }
 
 // freeAddr returns a loopback address nobody listens on.
@@ -126,45 +125,14 @@ func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "A2A_COST_DEBUG_ADDR="+debug)
 	cmd.Stderr = os.Stderr // an *os.File: the processes write to it directly, each Write whole
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening http://"); ok {
-				found <- "http://" + strings.TrimRight(strings.Fields(rest)[0], ",")
-				break
-			}
-		}
-		close(found)
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case u, ok := <-found:
-		if !ok {
-			t.Fatalf("%s did not start (its log is above)", name)
-		}
-		return &proc{name: name, url: u, debug: "http://" + debug, cmd: cmd}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	return nil
+	c := testkit.StartProcess(t, cmd, nil)
+	return &proc{name: name, url: c.URL, debug: "http://" + debug, pid: c.Process.Pid}
 }
 
 // cpu returns the CPU time the process's threads have run, from the scheduler's
 // per-thread accounting (nanoseconds, unlike /proc/<pid>/stat's clock ticks).
 func (p *proc) cpu(t *testing.T) time.Duration {
-	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	dir := fmt.Sprintf("/proc/%d/task", p.pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("%s: %v", p.name, err)
