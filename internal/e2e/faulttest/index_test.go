@@ -28,11 +28,7 @@ func (m mode) String() string { return fmt.Sprintf("%s/streaming=%t", m.binding,
 // startKit starts an echo server behind the kit over ix, closed when t ends.
 func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
 	t.Helper()
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
 	return srv
 }
 
@@ -187,15 +183,11 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			srv, err := testkit.Start(testkit.Config{
+			srv := testkit.NewServer(t, testkit.Config{
 				// The agent works 300ms before it answers.
 				Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) }},
 				Index: memstore.New(memstore.Options{}),
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
 			s.Text = "reply please"
@@ -225,16 +217,12 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 func TestRetryBeforeSlowFirstEvent(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			srv, err := testkit.Start(testkit.Config{
+			srv := testkit.NewServer(t, testkit.Config{
 				// The agent works 900ms before its first event.
 				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) }},
 				Index:      memstore.New(memstore.Options{}),
 				Middleware: middleware.Options{Lease: 500 * time.Millisecond},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
 			first := make(chan wireclient.Answer, 1)
