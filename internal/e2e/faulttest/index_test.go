@@ -28,8 +28,26 @@ func (m mode) String() string { return fmt.Sprintf("%s/streaming=%t", m.binding,
 // startKit starts an echo server behind the kit over ix, closed when t ends.
 func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
 	t.Helper()
-	srv := testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
-	return srv
+	return testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
+}
+
+// sendTwice sends s, and sends it again wait later while the first send is in
+// flight; it returns both answers.
+func sendTwice(t *testing.T, c *wireclient.Client, s wireclient.Send, wait time.Duration) (first, retry wireclient.Answer) {
+	t.Helper()
+	firstc := make(chan wireclient.Answer, 1)
+	go func() { firstc <- do(t, c, s) }()
+	time.Sleep(wait)
+	retry = do(t, c, s)
+	return <-firstc, retry
+}
+
+// wantOneRun fails t unless the agent of srv ran exactly once.
+func wantOneRun(t *testing.T, srv *testkit.Running) {
+	t.Helper()
+	if n := srv.Runs(); n != 1 {
+		t.Errorf("the agent ran %d times, want 1", n)
+	}
 }
 
 var sends atomic.Int64
@@ -135,9 +153,7 @@ func TestBindRetriedOnceIndexHeals(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
@@ -154,11 +170,7 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 			srv := startKit(t, ix, middleware.Options{})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(100 * time.Millisecond)
-			retry := do(t, c, s)
-			other := <-first
+			other, retry := sendTwice(t, c, s, 100*time.Millisecond)
 			kinds := map[wireclient.Kind]int{retry.Kind: 1}
 			kinds[other.Kind]++
 			if kinds[wireclient.Task] != 1 || kinds[wireclient.Unavailable] != 1 {
@@ -169,9 +181,7 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 					t.Errorf("503 without Retry-After")
 				}
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
@@ -191,20 +201,14 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
 			s.Text = "reply please"
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(100 * time.Millisecond)
-			retry := do(t, c, s)
-			f := <-first
+			f, retry := sendTwice(t, c, s, 100*time.Millisecond)
 			if f.Kind != wireclient.Message {
 				t.Fatalf("first attempt: %v", f)
 			}
 			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Message || retry.MessageID != f.MessageID) {
 				t.Errorf("retry while the agent works: %v; want message %s (or 409)", retry, f.MessageID)
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
@@ -225,20 +229,14 @@ func TestRetryBeforeSlowFirstEvent(t *testing.T) {
 			})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(600 * time.Millisecond)
-			retry := do(t, c, s)
-			f := <-first
+			f, retry := sendTwice(t, c, s, 600*time.Millisecond)
 			if f.Kind != wireclient.Task {
 				t.Fatalf("first attempt: %v", f)
 			}
 			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Task || retry.TaskID != f.TaskID) {
 				t.Errorf("retry while the agent works: %v; want task %s (or 409)", retry, f.TaskID)
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
