@@ -104,6 +104,10 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
+	// The card lists the HTTP+JSON mount, so that the middleware's default tenant
+	// routes put /rest/message:send in the body's tenant's scope, as gRPC's.
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{Name: "echo",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON)}}))
 	var h http.Handler = mux
 	grpcOptions := cfg.grpcOptions
 	if cfg.keyed {
@@ -116,7 +120,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 			t.Fatal(err)
 		}
 		grpcOptions = append(grpcOptions, kit.ServerOptions()...)
-		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait})
+		idem, err := middleware.New(index, middleware.Options{Lease: cfg.opts.Lease, ReplayWait: cfg.opts.ReplayWait,
+			CheckContent: cfg.opts.CheckContent})
 		if err != nil {
 			t.Fatal(err)
 		}

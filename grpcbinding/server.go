@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"time"
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/grpc"
@@ -18,36 +17,6 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/middleware"
 )
-
-// Options configure [New]. The zero value works: every field has the default of the
-// field of the same name in [middleware.Options].
-type Options struct {
-	// Scope returns the scope a keyed send's key lives in, from the call's context
-	// (its metadata and peer, where the authenticated principal is found) and the A2A
-	// tenant the request names. The default is the tenant, as [middleware.DefaultScope]
-	// is, so that a key sent over JSON-RPC or HTTP+JSON and retried over gRPC is the
-	// same send. An error refuses the send as INVALID_ARGUMENT with the error's text.
-	Scope func(ctx context.Context, tenant string) (string, error)
-
-	// Lease, SoleInstance, ReplayWait, IndexTimeout, Logger and Observe are those of
-	// [middleware.Options]; set them as for the HTTP middleware on the same index.
-	// Events report the binding [middleware.BindingGRPC]. The engine extends a
-	// running send's lease as it does on HTTP, so a send may run for longer than its
-	// lease: a retry waits (ABORTED) until it binds.
-	Lease        time.Duration
-	SoleInstance bool
-	ReplayWait   time.Duration
-	IndexTimeout time.Duration
-	Logger       *slog.Logger
-	Observe      func(middleware.Event)
-
-	// Tasks, when set, reads tasks for replays instead of a GetTask call on the
-	// registered service; see [middleware.Options.Tasks]. Its ReadTask gets a request
-	// that stands for the gRPC call: method POST, the call's full method as URL path,
-	// and the call's incoming metadata as header (so adapter.TaskReader's User sees
-	// an authorization header as it would over HTTP).
-	Tasks middleware.TaskSource
-}
 
 // Interceptors make the keyed sends of an A2A gRPC service idempotent: a gRPC
 // SendMessage or SendStreamingMessage gets every answer that package middleware gives
@@ -91,10 +60,12 @@ type Options struct {
 // key ends with UNAVAILABLE too: unlike an HTTP stream, a gRPC stream's status comes
 // after its events.
 type Interceptors struct {
-	sends *middleware.Sends
-	scope func(ctx context.Context, tenant string) (string, error)
-	tasks middleware.TaskSource
-	log   *slog.Logger
+	sends        *middleware.Sends
+	scope        func(ctx context.Context, tenant string) (string, error)
+	principal    func(ctx context.Context) (string, error)
+	checkContent bool
+	tasks        middleware.TaskSource
+	log          *slog.Logger
 }
 
 // New returns the interceptors for keyed sends recorded in index. It validates opts
@@ -111,13 +82,14 @@ func New(index idempotency.KeyIndex, opts Options) (*Interceptors, error) {
 	}
 	scope := opts.Scope
 	if scope == nil {
-		scope = func(_ context.Context, tenant string) (string, error) { return tenant, nil }
+		scope = func(_ context.Context, tenant string) (string, error) { return middleware.TenantScope(tenant), nil }
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Interceptors{sends: sends, scope: scope, tasks: opts.Tasks, log: log}, nil
+	return &Interceptors{sends: sends, scope: scope, principal: opts.Principal, checkContent: opts.CheckContent,
+		tasks: opts.Tasks, log: log}, nil
 }
 
 // ServerOptions returns grpc.ChainUnaryInterceptor(i.Unary()) and
@@ -286,7 +258,7 @@ func (i *Interceptors) newCall(ctx context.Context, in *a2apb.SendMessageRequest
 
 // begin asks the core what to do with the send.
 func (x *call) begin() *middleware.Step {
-	return x.i.sends.Begin(x.ctx, &x.send, func() (string, error) { return x.i.scope(x.ctx, x.in.GetTenant()) })
+	return x.i.sends.Begin(x.ctx, &x.send, x.identify)
 }
 
 func (x *call) unary(handler grpc.UnaryHandler) (any, error) {

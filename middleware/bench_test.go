@@ -108,36 +108,52 @@ func BenchmarkKeyedFirstSendOverhead(b *testing.B) {
 					idempotency.MetadataKey + `":"bench-key-0000000000-` + n + `"},"extensions":["` + idempotency.ExtensionURI + `"]}}`
 			}},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if cs, ok := middleware.ClaimedSendFrom(r.Context()); ok {
-					if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "0195f3c4-1b2a-7c3d-8e4f-5a6b7c8d9e0f"}); err != nil {
-						b.Error(err)
-					}
-				}
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(bc.answer))
-			})
-			mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{Logger: mwtest.DiscardLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := mw(inner)
-			bodies := make([]string, b.N)
-			for i := range bodies {
-				bodies[i] = bc.body(strconv.Itoa(i))
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				req := httptest.NewRequest(http.MethodPost, bc.path, strings.NewReader(bodies[i]))
-				req.Header.Set("Content-Type", "application/json")
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
-			}
-		})
+		for _, variant := range []struct {
+			name string
+			opts middleware.Options
+		}{
+			{"", middleware.Options{}},
+			{"/principal", middleware.Options{Principal: middleware.PrincipalHeader("X-User")}},
+			{"/check-content", middleware.Options{CheckContent: true}},
+		} {
+			benchKeyedFirstSend(b, bc.name+variant.name, bc.path, bc.answer, bc.body, variant.opts)
+		}
 	}
+}
+
+// benchKeyedFirstSend is one run of BenchmarkKeyedFirstSendOverhead, with opts.
+func benchKeyedFirstSend(b *testing.B, name, path, answer string, body func(string) string, opts middleware.Options) {
+	b.Run(name, func(b *testing.B) {
+		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if cs, ok := middleware.ClaimedSendFrom(r.Context()); ok {
+				if err := cs.Bind(r.Context(), idempotency.Binding{TaskID: "0195f3c4-1b2a-7c3d-8e4f-5a6b7c8d9e0f"}); err != nil {
+					b.Error(err)
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(answer))
+		})
+		opts.Logger = mwtest.DiscardLogger()
+		mw, err := middleware.New(memstore.New(memstore.Options{}), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := mw(inner)
+		bodies := make([]string, b.N)
+		for i := range bodies {
+			bodies[i] = body(strconv.Itoa(i))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(bodies[i]))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-User", "alice")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+		}
+	})
 }

@@ -59,6 +59,9 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	changed := false
 	if isJSON(bw.header) && bw.header.Get("Content-Encoding") == "" {
 		h.m.early.sawCard(body)
+		if h.m.learnRoutes {
+			h.m.routes.LearnCard(body, "")
+		}
 		card, outcome := cardedit.AddExtension(body, idempotency.ExtensionURI, extensionEntry)
 		switch {
 		case outcome == cardedit.Added:

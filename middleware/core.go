@@ -2,6 +2,9 @@ package middleware
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,8 +35,28 @@ type core struct {
 }
 
 // claimIdentity returns what identifies send's message in the index, the messageID
-// passed to KeyIndex.Claim: the one place that turns a read send into it.
-func claimIdentity(send *Send) string { return send.MessageID }
+// passed to KeyIndex.Claim: the one place that turns a read send into it. It is the
+// message id itself, as the Rust SDK's extension claims it, unless the send names its
+// caller (Send.Principal) or its content's fingerprint (Send.Fingerprint): then it is
+// a fixed-size digest of the message id and those, so that the same message id from
+// another caller, or with other content, is another message ("already held"), and
+// nothing of the first attempt reaches it.
+func claimIdentity(send *Send) string {
+	if send.Principal == "" && send.Fingerprint == "" {
+		return send.MessageID
+	}
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range [...]string{send.MessageID, send.Principal, send.Fingerprint} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return identityPrefix + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// identityPrefix starts every digest claimIdentity makes (53 bytes in all).
+const identityPrefix = "a2akit:v1:"
 
 // claimKey names a keyed send in the index: its scope, its key, and the message that
 // holds the key.
@@ -207,7 +230,7 @@ func (c core) release(ctx context.Context, k claimKey, token idempotency.Token, 
 // notifying as the middleware's own index calls are.
 func (c core) newClaim(send *Send, token idempotency.Token) *ClaimedSend {
 	k := send.k
-	return &ClaimedSend{index: c.index, scope: k.scope, key: k.key, messageID: k.messageID, token: token,
+	return &ClaimedSend{index: c.index, scope: k.scope, key: k.key, messageID: send.MessageID, token: token,
 		waiters: c.waiters, timeout: c.indexTimeout, requestID: send.RequestID}
 }
 

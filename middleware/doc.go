@@ -53,10 +53,12 @@
 //
 // # What it does with a keyed send
 //
-// The key is claimed in a scope, by default the request's A2A tenant (params.tenant,
-// or the body's tenant on HTTP+JSON). a2a-go's HTTP+JSON client sends the tenant in the body as
-// well as in the path; when clients put it only in the path, or when the
-// authenticated principal should be part of the scope, set Options.Scope.
+// The key is claimed in a scope, by default the tenant the server routes the send by
+// ([TenantRoutes]: params.tenant, the REST path tenant of a2a-go's tenant templates,
+// the body's tenant at an HTTP+JSON mount the agent card lists). Within the scope, the key is
+// held by the message id, and, with Options.Principal, by the caller too (another
+// caller's retry is answered as a key held by another message), and with
+// Options.CheckContent by the message's content.
 //
 //   - A malformed key, or one that is not a JSON string, is refused before anything
 //     runs: JSON-RPC -32602, HTTP+JSON 400 INVALID_ARGUMENT, with the key's error.

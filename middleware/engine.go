@@ -29,8 +29,9 @@ import (
 type Sends struct{ m *middleware }
 
 // NewSends returns the engine for index, configured and validated as [New] does.
-// Options.Scope, MaxBodyBytes, Reads, EarlyBind and Tasks are read by the HTTP
-// middleware only: a binding computes the scope and reads tasks its own way.
+// Options.Scope, Principal, CheckContent, MaxBodyBytes, Reads, EarlyBind and Tasks
+// are read by the HTTP middleware only: a binding computes the scope, the caller and
+// the fingerprint (Send.Principal, Send.Fingerprint) and reads tasks its own way.
 func NewSends(index idempotency.KeyIndex, opts Options) (*Sends, error) {
 	m, err := newMiddleware(index, opts)
 	if err != nil {
@@ -56,6 +57,12 @@ type Send struct {
 	MessageID string
 	// TaskID is the task a follow-up message continues, or empty; it is logged.
 	TaskID string
+	// Principal is the caller the key is bound to, or empty when keys are not bound
+	// to callers: a retry by another principal is answered as a key held by another
+	// message. Fingerprint is the message's content digest ([MessageFingerprint]) when
+	// the binding checks content, or empty: a retry whose content differs is
+	// answered so too. Both may be set by the scope function given to Begin.
+	Principal, Fingerprint string
 	// RequestID is the request_id of every log line about the send, and of its
 	// [Event]; Begin makes one up when it is empty.
 	RequestID string
@@ -159,9 +166,10 @@ type Produced struct {
 }
 
 // Begin checks the send, claims its key and, when a first attempt holds it, waits for
-// that attempt. scope returns the key's scope; it is called only for a well-formed
-// send and an index that can honour keys, and its error refuses the send with the
-// error's text. A claimed send's Step has Forward set; from then on the engine
+// that attempt. scope returns the key's scope, and may set send's Principal and
+// Fingerprint, which are read after it; it is called only for a well-formed send and
+// an index that can honour keys, and its error refuses the send with the error's
+// text. A claimed send's Step has Forward set; from then on the engine
 // extends the claim's lease until the send is settled or [Step.Done] is called.
 func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, error)) *Step {
 	c := s.m.core

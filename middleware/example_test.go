@@ -115,11 +115,16 @@ func replyServer(calls *int) http.Handler {
 
 // A server that takes the tenant from the path (mounted at /t, as a2a-go's
 // NewTenantRESTHandler serves it) keeps one scope per tenant: the same key sent for
-// two tenants runs twice, and each tenant's retry runs nothing.
-func ExampleTenantPathScope() {
+// two tenants runs twice, and each tenant's retry runs nothing. (The default routes,
+// /tenants/{*} then /{*}, need no Scope at all.)
+func ExampleTenantRoutes() {
 	calls := 0
+	routes, err := middleware.NewTenantRoutes("/t/{*}")
+	if err != nil {
+		log.Fatal(err)
+	}
 	mw, err := middleware.New(memstore.New(memstore.Options{}), middleware.Options{
-		Scope:   middleware.TenantPathScope("/t"),
+		Scope:   routes.Scope,
 		Observe: func(e middleware.Event) { fmt.Printf("%s in scope %q\n", e.Outcome, e.Scope) },
 	})
 	if err != nil {

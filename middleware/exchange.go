@@ -79,9 +79,8 @@ func (x *exchange) run() {
 	if s.ambiguous {
 		x.ks.KeyErr = errAmbiguous // refused as invalid, with its text
 	}
-	scope := func() (string, error) { return x.m.scope(x.r, s.tenant) }
 	for early := true; ; early = false {
-		step := x.m.sends.Begin(x.r.Context(), &x.ks, scope)
+		step := x.m.sends.Begin(x.r.Context(), &x.ks, x.identify)
 		x.k = x.ks.k
 		switch {
 		case step.Refusal != nil:

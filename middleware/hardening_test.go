@@ -312,34 +312,35 @@ func TestLogSaysWhatIsKnownWhenClientLeaves(t *testing.T) {
 }
 
 // Item 10: a tenant template of several segments gives each tenant its own scope.
-func TestTenantPathScopeTemplates(t *testing.T) {
-	scope := middleware.TenantPathScope("/locations/*/projects/{*}")
+func TestTenantRoutesTemplates(t *testing.T) {
+	routes, err := middleware.NewTenantRoutes("/locations/*/projects/{*}")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for path, want := range map[string]string{
 		"/locations/eu/projects/alpha/message:send": "alpha",
 		"/locations/us/projects/beta/message:send":  "beta",
 	} {
 		r := httptest.NewRequest(http.MethodPost, path, nil)
-		if got, err := scope(r, ""); err != nil || got != want {
+		if got, err := routes.Scope(r, ""); err != nil || got != want {
 			t.Errorf("%s: scope %q, %v; want %q", path, got, err, want)
 		}
 	}
-	multi := middleware.TenantPathScope("/{locations/*/projects/*}")
+	multi, err := middleware.NewTenantRoutes("/{locations/*/projects/*}")
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := httptest.NewRequest(http.MethodPost, "/locations/eu/projects/alpha/message:send", nil)
 	b := httptest.NewRequest(http.MethodPost, "/locations/eu/projects/beta/message:send", nil)
-	sa, _ := multi(a, "")
-	sb, _ := multi(b, "")
+	sa, _ := multi.Scope(a, "")
+	sb, _ := multi.Scope(b, "")
 	if sa == sb || sa != "locations/eu/projects/alpha" {
 		t.Errorf("multi-segment tenants scope as %q and %q, want locations/eu/projects/alpha and another", sa, sb)
 	}
-	for _, bad := range []string{"/tenants/{*}/{*}", "/tenants/{*"} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("TenantPathScope(%q) accepted a malformed template", bad)
-				}
-			}()
-			middleware.TenantPathScope(bad)
-		}()
+	for _, bad := range []string{"/tenants/{*}/{*}", "/tenants/{*", "/tenants", "/tenants/{}"} {
+		if _, err := middleware.NewTenantRoutes(bad); err == nil {
+			t.Errorf("NewTenantRoutes(%q) accepted a malformed template", bad)
+		}
 	}
 }
 

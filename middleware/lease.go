@@ -28,8 +28,15 @@ func renewEvery(lease time.Duration) time.Duration {
 }
 
 // leaseKeeper extends the lease of one claim until it is stopped. It runs on a timer,
-// not a goroutine of its own, between extensions.
+// not a goroutine of its own, between extensions; a send that ends before its first
+// extension costs one timer, armed and stopped.
 type leaseKeeper struct {
+	c    core
+	send *Send
+	cs   *ClaimedSend
+	// tick is lk.extend, made once, for the timer.
+	tick func()
+
 	mu      sync.Mutex
 	timer   *time.Timer
 	stopped bool
@@ -41,35 +48,38 @@ type leaseKeeper struct {
 // ErrNotOwner (the lease ended before it, and a retry elsewhere may have taken the
 // claim over) ends the keeping, and is logged.
 func (c core) keepLease(send *Send, cs *ClaimedSend, first time.Duration) *leaseKeeper {
-	lk := &leaseKeeper{}
-	var extend func()
-	extend = func() {
-		defer c.recoverTo(send, "extending a claim's lease")
-		if _, bound := cs.state(); bound {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), min(c.indexTimeout, c.lease/3))
-		err := c.index.Extend(ctx, send.k.scope, send.k.key, cs.Token(), c.lease)
-		cancel()
-		next := renewEvery(c.lease)
-		switch {
-		case err == nil:
-		case errors.Is(err, idempotency.ErrNotOwner):
-			if _, bound := cs.state(); !bound && !lk.isStopped() {
-				c.logSend(context.Background(), send, slog.LevelWarn, "idempotency: the lease of a keyed send still "+
-					"running ended before it could be extended; a retry may take its claim over (raise Lease or "+
-					"IndexTimeout, or check the index's latency)", slog.Any("error", err))
-			}
-			return
-		default:
-			c.logSend(context.Background(), send, slog.LevelWarn, "idempotency: extending the lease of a keyed send "+
-				"still running failed; trying again", slog.Any("error", err))
-			next = c.lease / 10
-		}
-		lk.schedule(next, extend)
-	}
-	lk.schedule(first, extend)
+	lk := &leaseKeeper{c: c, send: send, cs: cs}
+	lk.tick = lk.extend
+	lk.schedule(first)
 	return lk
+}
+
+// extend extends the lease once, and schedules the next extension.
+func (lk *leaseKeeper) extend() {
+	c, send, cs := lk.c, lk.send, lk.cs
+	defer c.recoverTo(send, "extending a claim's lease")
+	if _, bound := cs.state(); bound {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.indexTimeout, c.lease/3))
+	err := c.index.Extend(ctx, send.k.scope, send.k.key, cs.Token(), c.lease)
+	cancel()
+	next := renewEvery(c.lease)
+	switch {
+	case err == nil:
+	case errors.Is(err, idempotency.ErrNotOwner):
+		if _, bound := cs.state(); !bound && !lk.isStopped() {
+			c.logSend(context.Background(), send, slog.LevelWarn, "idempotency: the lease of a keyed send still "+
+				"running ended before it could be extended; a retry may take its claim over (raise Lease or "+
+				"IndexTimeout, or check the index's latency)", slog.Any("error", err))
+		}
+		return
+	default:
+		c.logSend(context.Background(), send, slog.LevelWarn, "idempotency: extending the lease of a keyed send "+
+			"still running failed; trying again", slog.Any("error", err))
+		next = c.lease / 10
+	}
+	lk.schedule(next)
 }
 
 // rebind binds cs, the claim of send, to b in the background, after binding it
@@ -120,11 +130,18 @@ func (c core) rebind(send *Send, cs *ClaimedSend, b idempotency.Binding) {
 	}()
 }
 
-func (lk *leaseKeeper) schedule(d time.Duration, f func()) {
+// schedule runs the next extension after d, unless the keeper is stopped. The
+// first call arms the keeper's timer; later ones (from the extension the timer ran)
+// reset it.
+func (lk *leaseKeeper) schedule(d time.Duration) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
-	if !lk.stopped {
-		lk.timer = time.AfterFunc(d, f)
+	switch {
+	case lk.stopped:
+	case lk.timer == nil:
+		lk.timer = time.AfterFunc(d, lk.tick)
+	default:
+		lk.timer.Reset(d)
 	}
 }
 

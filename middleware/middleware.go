@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,8 +58,14 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	var routes *TenantRoutes
+	own := false
 	if opts.Scope == nil {
-		opts.Scope = DefaultScope
+		if routes = opts.Tenants; routes == nil {
+			routes, _ = NewTenantRoutes() // the default templates parse
+			own = true
+		}
+		opts.Scope = routes.Scope
 	}
 	m := &middleware{
 		core: core{
@@ -77,6 +83,10 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 		},
 		early:        &earlyBinder{mode: opts.EarlyBind},
 		scope:        opts.Scope,
+		routes:       routes,
+		learnRoutes:  own,
+		principal:    opts.Principal,
+		checkContent: opts.CheckContent,
 		reads:        opts.Reads,
 		maxBodyBytes: opts.MaxBodyBytes,
 		log:          opts.Logger,
@@ -85,59 +95,21 @@ func newMiddleware(index idempotency.KeyIndex, opts Options) (*middleware, error
 	return m, nil
 }
 
-// DefaultScope is the [Options.Scope] used when none is set: the A2A tenant the
-// request names (params.tenant, or the body's tenant on HTTP+JSON), so that a key
-// sent over one binding and retried over the other is the same send.
-//
-// It cannot see a tenant that only the URL names: a server that takes the tenant from
-// a REST path segment (a2a-go's NewTenantRESTHandler) while its clients leave the
-// body's tenant empty needs [TenantPathScope] (or its own Scope), or else two tenants
-// share one scope.
-func DefaultScope(_ *http.Request, tenant string) (string, error) { return tenant, nil }
-
-// TenantPathScope returns an [Options.Scope] for servers that take the tenant of an
-// HTTP+JSON send from its path. pattern is either a mount, with the tenant as the
-// first path segment after it (mount "/t" serves POST /t/{tenant}/message:send, as
-// a2a-go's http.StripPrefix("/t", a2asrv.NewTenantRESTHandler("/{*}", h)) does), or a
-// tenant template in the syntax of a2a-go's a2asrv.NewTenantRESTHandler, written from
-// the root of the server's paths: '*' matches one segment, and the segments inside
-// the one {} are the tenant, joined with '/' ("/t/{*}" is the mount "/t";
-// "/locations/*/projects/{*}" takes the project; "/{locations/*/projects/*}" takes all
-// four segments, so two projects never share a scope). For sends that match it the
-// scope is the tenant the path names, which is what such a server uses whatever the
-// body says; for every other send it is the tenant the request names, so JSON-RPC and
-// HTTP+JSON retries of one send meet in one scope.
-//
-// A template a2a-go would refuse (no {}, more than one, braces out of order) or whose
-// {} holds no segment panics, as a2a-go's NewTenantRESTHandler does: it is a
-// configuration error, found when the middleware is set up.
-func TenantPathScope(pattern string) func(r *http.Request, tenant string) (string, error) {
-	if !strings.ContainsAny(pattern, "{}") {
-		pattern = strings.TrimSuffix(pattern, "/") + "/{*}"
-	}
-	t, err := parseTenantTemplate(pattern)
-	if err != nil {
-		panic("middleware: TenantPathScope: " + err.Error())
-	}
-	return func(r *http.Request, tenant string) (string, error) {
-		prefix, _, ok := restSend(r)
-		if !ok {
-			return tenant, nil
-		}
-		if captured, ok := t.match(prefix); ok && captured != "" {
-			return captured, nil
-		}
-		return tenant, nil
-	}
-}
-
 // middleware is what the handlers of one New share: the engine (core, and sends, its
 // API) and the HTTP binding's own state, early binding's included.
 type middleware struct {
-	core         core
-	sends        *Sends
-	early        *earlyBinder
-	scope        func(r *http.Request, tenant string) (string, error)
+	core  core
+	sends *Sends
+	early *earlyBinder
+	scope func(r *http.Request, tenant string) (string, error)
+	// routes are the default scope's, when Options.Scope is nil. When learnRoutes
+	// (the middleware made them), it teaches them the card's mounts, read once
+	// (cardOnce) or as it serves the card.
+	routes       *TenantRoutes
+	learnRoutes  bool
+	cardOnce     sync.Once
+	principal    func(r *http.Request) (string, error)
+	checkContent bool
 	reads        func(r *http.Request) bool
 	maxBodyBytes int64
 	log          *slog.Logger

@@ -35,11 +35,46 @@ type Options struct {
 	// Scope returns the scope a keyed send's key lives in. tenant is the A2A tenant
 	// the request names (params.tenant, or the body's tenant on the HTTP+JSON
 	// binding; always empty in A2A v0.3, which has no tenant). The default is
-	// [DefaultScope]; servers that take the tenant from a REST path segment use
-	// [TenantPathScope]. Mix in the authenticated principal here so that two callers
-	// cannot reach each other's tasks through a shared key. An error refuses the send
-	// as invalid params (JSON-RPC -32602, REST 400) with the error's text.
+	// [TenantRoutes] with [DefaultTenantTemplates], which learns the HTTP+JSON mounts
+	// from the agent card (as the middleware serves it, or read once through the
+	// wrapped handler); routes of other templates are NewTenantRoutes(...).Scope, and
+	// then learn mounts only from [TenantRoutes.LearnCard]. Bind keys to callers with
+	// Principal, not here. An error refuses the send as invalid params (JSON-RPC
+	// -32602, REST 400) with the error's text.
 	Scope func(r *http.Request, tenant string) (string, error)
+
+	// Tenants are the routes of the default scope, used when Scope is nil; nil means
+	// NewTenantRoutes() (the default templates). With them the middleware reads
+	// another protocol version's path prefix (A2A v0.3's /v1) as no tenant. It
+	// teaches the agent card's HTTP+JSON mounts only to routes it made itself: teach
+	// routes passed here with [TenantRoutes.LearnCard] (the sidecar does, from the
+	// upstream's card).
+	Tenants *TenantRoutes
+
+	// Principal, when set, binds keys to their caller: it returns the principal
+	// (the authenticated user) who made r, and a retry of a keyed send by another
+	// principal is answered exactly as a key held by another message ("already
+	// held"): nothing of the first attempt, task, stream or Message reply, reaches
+	// it, whatever it knows of the key and message id. [PrincipalHeader] reads a
+	// header set by an authenticating proxy; adapter.Principal runs an a2a-go
+	// server's own authentication. An error, or an empty principal, refuses a keyed
+	// send as invalid params (JSON-RPC -32602, REST 400) with the error's text (or a
+	// message asking to authenticate): return a fixed name for anonymous callers
+	// that may share keys. nil (the default) binds keys to the scope alone, as the
+	// Rust SDK's extension does: then anyone who can send in the scope and learns a
+	// key and its message id gets that send's task or reply replayed. Bind every
+	// binding (grpcbinding's Principal) alike: a send claimed with a principal is
+	// another message to one claimed without.
+	Principal func(r *http.Request) (string, error)
+
+	// CheckContent, when true, refuses a retry whose message differs from its first
+	// attempt's (parts, role, contextId, taskId, referenceTaskIds; see
+	// [MessageFingerprint]) as a key held by another message, instead of replaying
+	// the first attempt to it. The fingerprint is a fixed-size digest kept in the
+	// claim. It costs a second decode of the message of each keyed send. Off by
+	// default, as in the Rust SDK's extension, which trusts the message id alone;
+	// turn it on for every binding on the index alike.
+	CheckContent bool
 
 	// Lease is how long a claim stays in flight, from its claim or its latest
 	// extension, before an identical retry may take it over; default [DefaultLease].
@@ -178,10 +213,12 @@ const (
 	// known or not stored yet.
 	OutcomeInFlight Outcome = "in_flight"
 	// OutcomeConflict: invalid params, "already held": the key is held by a
-	// different message. Nothing ran.
+	// different message (or another caller's, with Principal; or other content,
+	// with CheckContent). Nothing ran.
 	OutcomeConflict Outcome = "conflict"
 	// OutcomeRefused: invalid params: a malformed key, a message without a
-	// messageId, or a scope that Options.Scope refused. Nothing ran.
+	// messageId, a scope that Options.Scope refused, or a caller Options.Principal
+	// could not name. Nothing ran.
 	OutcomeRefused Outcome = "refused"
 	// OutcomeUnsupported: UnsupportedOperationError (JSON-RPC -32004, HTTP+JSON 400
 	// UNIMPLEMENTED): the server cannot honour keys (no index, or one that says it

@@ -95,6 +95,16 @@
 // file. Do not put the file on a network file system. An in-memory database
 // (":memory:") is private to one connection: call db.SetMaxOpenConns(1).
 //
+// # Durability
+//
+// mattn/go-sqlite3 is built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1: in WAL mode a
+// commit is synchronous=NORMAL unless the URL says otherwise. A claim or bind that
+// committed survives the death of the process (the kit's crash harness kills the
+// server mid-send hundreds of times), but the last commits before a power loss or an
+// operating system crash may be lost, and a lost claim lets its retry run the agent
+// again. Where that is unacceptable, add _synchronous=FULL to the URL: every commit
+// then waits for the disk. PostgreSQL commits are durable at its own settings.
+//
 // # Retention
 //
 // Keys past the store's time to live ([Options.TTL]) count as absent in every method

@@ -58,16 +58,16 @@ type config struct {
 	// trusted are the peers whose X-Forwarded-Host/-Proto and Forwarded headers the
 	// card's URLs may come from.
 	trusted []netip.Prefix
-	// tenantPaths are the tenant path templates of REST sends (see scope.go).
+	// tenantPaths are the tenant path templates of REST sends, and routes the
+	// scope decision made of them (middleware.TenantRoutes), which learns the
+	// upstream card's HTTP+JSON mounts as the proxy serves the card.
 	tenantPaths []string
+	routes      *middleware.TenantRoutes
 	// principalHeader names the header an authenticating proxy sets to the caller,
-	// mixed into every key's scope; empty: none.
+	// to whom every key is bound (Options.Principal); empty: none.
 	principalHeader string
 	// unbounded are path prefixes whose bodies are not bounded (uploads).
 	unbounded []string
-	// mounts are the HTTP+JSON mounts the upstream's card lists, learnt as the
-	// proxy serves it (not a flag).
-	mounts *restMounts
 
 	mw middleware.Options
 
@@ -146,7 +146,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 		"of a2a-go's NewTenantRESTHandler ('*' one segment, {} the tenant): a send to /tenants/acme/message:send is in tenant acme's key space "+
 		"whatever its body says. A send under a path no template matches is scoped by its whole path")
 	fs.StringVar(&c.principalHeader, "principal-header", "", "`header` an authenticating proxy in front sets to the caller (e.g. X-Authenticated-User); "+
-		"mixed into every key's scope, so that callers never share keys, and required on keyed sends. Only safe when every request passes that proxy")
+		"every key is bound to its caller, so that another caller's retry of it is refused as already held, and the header is required on keyed sends. "+
+		"Only safe when every request passes that proxy")
 	fs.Var(&listFlag{values: &c.unbounded}, "unbounded-paths", "comma-separated path `prefixes` whose request bodies -max-body-bytes does not bound "+
 		"(uploads that are not A2A); the middleware does not read them either")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: DEBUG, INFO, WARN or ERROR (keys are redacted at every level)")
@@ -233,7 +234,7 @@ func (c *config) check(upstream, trusted string) error {
 	if c.trusted, err = parsePrefixes(trusted); err != nil {
 		return fmt.Errorf("-trusted-proxies: %w", err)
 	}
-	if err := checkTenantPaths(c.tenantPaths); err != nil {
+	if c.routes, err = middleware.NewTenantRoutes(c.tenantPaths...); err != nil {
 		return fmt.Errorf("-tenant-path: %w", err)
 	}
 	if c.principalHeader != "" && !validHeaderName(c.principalHeader) {

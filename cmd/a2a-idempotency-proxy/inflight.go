@@ -35,7 +35,7 @@ func countSends(next http.Handler, inc func(delta int64), limit *bodyLimit) http
 // isSend reports whether the POST r is a send; it may replace r.Body with one that
 // gives the same bytes.
 func isSend(r *http.Request) bool {
-	if _, ok := restPrefix(r); ok {
+	if isRESTSend(r) {
 		return true
 	}
 	if r.Body == nil || r.Body == http.NoBody {

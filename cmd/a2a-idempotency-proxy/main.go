@@ -42,9 +42,11 @@
 // send at the HTTP+JSON mount the upstream's card lists (/rest for an interface
 // http://upstream/rest) is in the body's tenant's key space, as a JSON-RPC send is,
 // so that a retry over the other binding meets it; a send under a path no template
-// matches is scoped by that path. -principal-header
-// names a header an authenticating proxy in front sets to the caller: the caller is
-// then part of every scope, and keyed sends without it are refused.
+// matches is scoped by that path (the one decision of middleware.TenantRoutes).
+// -principal-header names a header an authenticating proxy in front sets to the
+// caller: every key is then bound to its caller (middleware.Options.Principal), so
+// that another caller's retry of it is answered "already held", and keyed sends
+// without it are refused.
 //
 // Every request body forwarded is bounded by -max-body-bytes (413 in the binding's
 // shape), except under -unbounded-paths (uploads that are not A2A).
@@ -134,8 +136,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(c.trusted) > 0 {
 		fromTrusted = pub.fromTrusted
 	}
-	c.mounts = &restMounts{}
-	c.mw.Scope = newScope(c.tenantPaths, c.mounts, c.principalHeader, fromTrusted)
+	c.mw.Tenants = c.routes // taught the upstream's mounts by the proxy (proxy.go)
+	if c.principalHeader != "" {
+		c.mw.Principal = newPrincipal(c.principalHeader, fromTrusted)
+	}
 	c.mw.Reads = limit.reads
 	c.mw.Logger = log
 	c.mw.Observe = met.observe

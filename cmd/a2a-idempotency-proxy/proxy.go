@@ -95,7 +95,7 @@ func pointCard(resp *http.Response, c *config, log *slog.Logger) error {
 	if !ok {
 		return errors.New("agent card request without a public URL")
 	}
-	c.mounts.learn(body, c.upstream) // where HTTP+JSON sends carry no path tenant (mounts.go)
+	c.routes.LearnCard(body, c.upstream.Path) // where HTTP+JSON sends carry no path tenant
 	if out, ok := rewriteCard(body, c.upstream, public); ok {
 		if !bytes.Equal(out, body) && resp.Header.Get("Etag") != "" {
 			sum := sha256.Sum256(out)

@@ -187,25 +187,30 @@ func TestTenantPathsAreKeySpaces(t *testing.T) {
 	}
 }
 
-// With -principal-header, two callers of one tenant never share a key, and a keyed
-// send without the header is refused before anything runs.
-func TestPrincipalHeaderScopes(t *testing.T) {
+// With -principal-header, every key is bound to its caller: another caller's retry
+// of alice's key and message is refused as "already held" (nothing of alice's task
+// reaches bob), alice's own retry gets her task, and a keyed send without the header
+// is refused before anything runs.
+func TestPrincipalHeaderBindsKeysToCallers(t *testing.T) {
 	up := testkit.NewServer(t, testkit.Config{})
 	p := startSidecar(t, nil, "-upstream", up.URL, "-principal-header", "X-Authenticated-User")
 	body := restSend(t, "msg-principal-1", "key-of-two-callers-000000001", "hi")
 	url := p.url + "/tenants/acme/message:send"
 	_, a1 := post(t, url, body, "X-Authenticated-User", "alice")
-	_, b1 := post(t, url, body, "X-Authenticated-User", "bob")
+	status, b1 := post(t, url, body, "X-Authenticated-User", "bob")
 	_, a2 := post(t, url, body, "X-Authenticated-User", "alice")
-	if taskID(a1) == "" || taskID(a1) == taskID(b1) || taskID(a2) != taskID(a1) {
-		t.Errorf("alice %s, bob %s, alice's retry %s: want two tasks, alice's retry hers", taskID(a1), taskID(b1), taskID(a2))
+	if taskID(a1) == "" || taskID(a2) != taskID(a1) {
+		t.Errorf("alice %s, alice's retry %s: want her task twice", a1, a2)
+	}
+	if status != http.StatusBadRequest || !strings.Contains(string(b1), "already held") || strings.Contains(string(b1), taskID(a1)) {
+		t.Errorf("bob's retry of alice's key: %d %s; want 400 already held, without her task", status, b1)
 	}
 	status, answer := post(t, url, restSend(t, "msg-principal-2", "key-without-a-caller-0000001", "hi"))
 	if status != http.StatusBadRequest || !strings.Contains(string(answer), "X-Authenticated-User") {
 		t.Errorf("keyed send without the header: %d %s; want 400 naming the header", status, answer)
 	}
-	if runs := up.Runs(); runs != 2 {
-		t.Errorf("the agent ran %d times, want 2", runs)
+	if runs := up.Runs(); runs != 1 {
+		t.Errorf("the agent ran %d times, want 1", runs)
 	}
 }
 

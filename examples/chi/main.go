@@ -82,13 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer ln.Close()
 	// kit (2): the middleware, recording claims in the SQL index and answering retries
-	// from the task store. Its scope is the tenant a2a-go sees, the REST path segment
-	// included. The server has no authentication, so the tasks' owner is a2a-go's
+	// from the task store. Its default scope is the tenant a2a-go routes by, the REST
+	// path segment included (middleware.TenantRoutes). The server has no authentication, so the tasks' owner is a2a-go's
 	// anonymous user, which is the TaskReader's default.
 	keyed, err := idem.New(keys, idem.Options{
 		Logger: logger,
 		Lease:  *lease,
-		Scope:  idem.TenantPathScope(echo.TenantRESTPath),
 		Tasks:  adapter.NewTaskReader(tasks, adapter.TaskReaderOptions{}),
 	})
 	if err != nil {

@@ -180,7 +180,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	idem, err := middleware.New(index, middleware.Options{
 		Logger:       logger,
 		Lease:        *lease,
-		Scope:        middleware.TenantPathScope(echo.TenantRESTPath),
 		Tasks:        taskReader,
 		SoleInstance: soleInstance,
 		Observe:      collector.Observe,

@@ -2,7 +2,8 @@
 // echo agent with no adapter and no middleware, for the end-to-end tests that put the
 // kit in front of a server in another process (internal/e2e/anyserver).
 //
-// It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest, the agent card at
+// It serves JSON-RPC at /jsonrpc, HTTP+JSON at /rest and, by tenant, at
+// /tenants/{tenant} (a2a-go's tenant REST handler), the agent card at
 // /.well-known/agent-card.json (capabilities.streaming true, or false with
 // -no-streaming, though a2a-go serves streams either way), and the number of runs the
 // agent started at GET /runs, as a decimal number, and at GET /debug/vars as
@@ -52,6 +53,7 @@ func main() {
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card(base, !*noStreaming)))
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
+	mux.Handle("/tenants/", http.StripPrefix("/tenants", a2asrv.NewTenantRESTHandler("/{*}", handler)))
 	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, ag.Runs())

@@ -103,6 +103,9 @@ type Config struct {
 	// Adapter runs the agent behind the kit's adapter, and the task store behind
 	// adapter.BindingStore, which binds the key once the task is stored.
 	Adapter bool
+	// Auth, when set, authenticates callers (an a2a-go CallInterceptor of the
+	// handler), and the task store keeps each task for its owner.
+	Auth a2asrv.CallInterceptor
 	// Interface, when set, returns the agent interface at base of a dialect that
 	// Mount serves (another protocol version's), or nil for v1.0's own.
 	Interface func(d Dialect, base string) *a2a.AgentInterface
@@ -135,7 +138,11 @@ type Harness struct {
 func New(t *testing.T, cfg Config) *Harness {
 	t.Helper()
 	h := &Harness{T: t, Agent: NewAgent(), Logs: &testkit.Buffer{}, cfg: cfg}
-	h.Store = &testkit.HidingStore{Store: taskstore.NewInMemory(nil)}
+	var owners *taskstore.InMemoryStoreConfig
+	if cfg.Auth != nil {
+		owners = &taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()}
+	}
+	h.Store = &testkit.HidingStore{Store: taskstore.NewInMemory(owners)}
 	var exec a2asrv.AgentExecutor = h.Agent
 	var tasks taskstore.Store = h.Store
 	if cfg.Adapter {
@@ -143,7 +150,11 @@ func New(t *testing.T, cfg Config) *Harness {
 		exec = adapter.NewExecutor(h.Agent, aopts)
 		tasks = adapter.NewBindingStore(h.Store, aopts)
 	}
-	rh := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(tasks), a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+	hopts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(tasks), a2asrv.WithLogger(slog.New(slog.DiscardHandler))}
+	if cfg.Auth != nil {
+		hopts = append(hopts, a2asrv.WithCallInterceptors(cfg.Auth))
+	}
+	rh := a2asrv.NewHandler(exec, hopts...)
 	mux := http.NewServeMux()
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(rh)))
@@ -313,6 +324,15 @@ func Card() *a2a.AgentCard {
 			{URI: "https://example.com/ext/geo/v1", Description: "geo", Params: map[string]any{"precision": "city"}},
 		}},
 		Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echoes", Tags: []string{"echo"}}},
+		// The interfaces tell the middleware's default tenant routes where HTTP+JSON
+		// is mounted (/rest, the tenant handler's /t, /api/v1), so that a send there
+		// is in the scope of the tenant a2a-go routes it by.
+		SupportedInterfaces: []*a2a.AgentInterface{
+			a2a.NewAgentInterface("http://localhost/jsonrpc", a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON),
+			a2a.NewAgentInterface("http://localhost/t", a2a.TransportProtocolHTTPJSON),
+			a2a.NewAgentInterface("http://localhost/api/v1", a2a.TransportProtocolHTTPJSON),
+		},
 	}
 }
 

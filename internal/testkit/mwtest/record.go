@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
 	"github.com/a2akit/idempotency/internal/testkit"
 )
 
@@ -155,6 +157,12 @@ func (a *ServedAnswer) Code() int {
 
 // ServeHTTP records the answer to r as the handler writes it.
 func (sr *ServedRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == a2asrv.WellKnownAgentCardPath {
+		// The middleware's own read of the card (its tenant routes learn the
+		// HTTP+JSON mounts) is not an answer to a send.
+		sr.next.ServeHTTP(w, r)
+		return
+	}
 	a := &ServedAnswer{Path: r.URL.Path, Body: &testkit.Buffer{}, Left: make(chan struct{})}
 	context.AfterFunc(r.Context(), func() { close(a.Left) })
 	sr.mu.Lock()
