@@ -19,6 +19,22 @@ const (
 	// metadata (params.message.metadata, not the request-level params.metadata).
 	MetadataKey = "a2a-rust.com/idempotency-key"
 
+	// KeyHeader is the request header of the IETF Idempotency-Key draft, the second
+	// carrier of a key on the HTTP bindings (gRPC: the metadata "idempotency-key").
+	// It is honoured alone; when a send carries both it and [MetadataKey], the two
+	// must be equal (see [KeyOfSend]).
+	KeyHeader = "Idempotency-Key"
+
+	// ReplayedHeader is the response header, set to "true", of every answer to a
+	// keyed send that was served from its first attempt instead of running it: a
+	// replay of its task or Message reply, an attach to the task's live events, the
+	// news that its task is gone (TaskNotFound) or that its reply cannot be
+	// replayed. A first send's answer and a refusal (in flight, key reused,
+	// malformed, unavailable, full) never carry it. The gRPC binding sends it as
+	// header metadata, in lower case ("idempotent-replayed"). The name and value
+	// are those Stripe and the Agentic Commerce Protocol use.
+	ReplayedHeader = "Idempotent-Replayed"
+
 	// MinKeyLength and MaxKeyLength bound the length of a key, in bytes.
 	MinKeyLength = 16
 	MaxKeyLength = 255

@@ -3,6 +3,7 @@ package grpcbinding
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,9 +42,18 @@ func failed(err error) middleware.Produced {
 // A2A-Extensions header in gRPC's lower case, as a2agrpc sends it.
 const extensionsMetadata = "a2a-extensions"
 
+// replayedMetadata is idempotency.ReplayedHeader as response header metadata.
+var replayedMetadata = strings.ToLower(idempotency.ReplayedHeader)
+
 // header names the extension in the response header.
-func (x *call) header() {
-	md := metadata.Pairs(extensionsMetadata, idempotency.ExtensionURI)
+func (x *call) header() { x.setHeader(metadata.Pairs(extensionsMetadata, idempotency.ExtensionURI)) }
+
+// setHeader sets the call's response header metadata, once.
+func (x *call) setHeader(md metadata.MD) {
+	if x.headerSet {
+		return
+	}
+	x.headerSet = true
 	if x.ss != nil {
 		_ = x.ss.SetHeader(md)
 		return
@@ -52,9 +62,12 @@ func (x *call) header() {
 }
 
 // servedFromFirstAttempt sets the header metadata of every answer served from a
-// first attempt (a replay, an attach to its live events, its Message reply again):
-// the one place for them. A first send's own answers name the extension only.
-func (x *call) servedFromFirstAttempt() { x.header() }
+// first attempt (a replay, an attach to its live events, its Message reply again,
+// the news that its task is gone or that its reply cannot be replayed): the one
+// place for them. A first send's own answers, and refusals, name the extension only.
+func (x *call) servedFromFirstAttempt() {
+	x.setHeader(metadata.Pairs(extensionsMetadata, idempotency.ExtensionURI, replayedMetadata, "true"))
+}
 
 func (x *call) setTrailer(md metadata.MD) {
 	if x.ss != nil {
@@ -66,15 +79,22 @@ func (x *call) setTrailer(md metadata.MD) {
 
 // refuse returns the status of r, and sets the response metadata that goes with it.
 func (x *call) refuse(r *middleware.Refusal) error {
-	if r.Extension {
+	switch {
+	case r.FromFirstAttempt():
+		x.servedFromFirstAttempt()
+	case r.Extension:
 		x.header()
 	}
 	code, reason := codeOf(r.Kind)
+	// The kit's ErrorInfo first: a2a-go's gRPC client types a status by its last
+	// ErrorInfo, whatever the domain, so A2A's comes last.
+	kit := &errdetails.ErrorInfo{Reason: r.Reason, Domain: middleware.ReasonDomain}
 	info := &errdetails.ErrorInfo{Reason: reason, Domain: errorDomain}
-	details := []protoadapt.MessageV1{info}
+	details := []protoadapt.MessageV1{kit, info}
 	if r.RetryAfter > 0 {
 		secs := retryAfterSeconds(r.RetryAfter)
 		info.Metadata = map[string]string{"retryAfterSeconds": strconv.Itoa(secs)}
+		kit.Metadata = info.Metadata
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)})
 		x.setTrailer(metadata.Pairs(retryAfterMetadata, strconv.Itoa(secs)))
 	}
@@ -101,7 +121,8 @@ func codeOf(k middleware.RefusalKind) (codes.Code, string) {
 	case middleware.RefusedUnavailable:
 		return codes.Unavailable, "SERVER_ERROR"
 	case middleware.RefusedInFlight:
-		return codes.Aborted, "SERVER_ERROR"
+		// Never ABORTED: A2A v1.1 answers a generation mismatch with it.
+		return codes.Unavailable, "SERVER_ERROR"
 	case middleware.RefusedExhausted:
 		return codes.ResourceExhausted, "RESOURCE_EXHAUSTED"
 	case middleware.RefusedUnreplayable:
@@ -127,6 +148,7 @@ var _ grpc.ServerStreamingServer[a2apb.StreamResponse] = (*subscribeStream)(nil)
 
 func (s *subscribeStream) Send(ev *a2apb.StreamResponse) error {
 	if !s.sent {
+		s.x.servedFromFirstAttempt()
 		if task := ev.GetTask(); task != nil {
 			ev = &a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Task{Task: shapeHistory(task, s.x.history)}}
 		}

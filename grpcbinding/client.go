@@ -49,21 +49,27 @@ func WithKeyedTransport(opts keyedclient.Options, dialOpts ...grpc.DialOption) a
 // [keyedclient.Transport] retry keyed gRPC sends. On the attempts that
 // [keyedclient.Retrying] reports, and only there, it turns an ambiguous status into a
 // [keyedclient.RetryableError], with the delay the server asked for: UNAVAILABLE (the
-// connection failed or dropped, or the server's index is unavailable), ABORTED (the
-// first attempt is still in flight, or the stream broke), and RESOURCE_EXHAUSTED with
-// a delay. a2a-go's gRPC transport would otherwise turn every status into an
-// *a2a.Error, which the Transport rightly never retries. Every other call, and every
-// other status, passes through unchanged.
+// connection failed or dropped, the server's index is unavailable, or the first
+// attempt is still in flight), ABORTED without an ErrorInfo (a2a-go's server answers
+// a stream it could not write to so), and RESOURCE_EXHAUSTED with a delay. An ABORTED
+// that carries an ErrorInfo is a typed error, A2A v1.1's TaskGenerationMismatch
+// among them, which no retry mends: it is never retried. a2a-go's gRPC transport
+// would otherwise turn every status into an *a2a.Error, which the Transport rightly
+// never retries. Every other call, and every other status, passes through unchanged.
+// On every call it also tells a [keyedclient.Replay] watching the call's context
+// (keyedclient.WatchReplay) whether the answer's header metadata marked it as served
+// from a first attempt.
 //
 // The delay is read from a google.rpc.RetryInfo detail, or else from a retry-after
 // header or trailer in seconds, as the kit's server interceptors send both.
 func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if !keyedclient.Retrying(ctx) {
-			return invoker(ctx, method, req, reply, cc, opts...)
-		}
 		var header, trailer metadata.MD
 		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&header), grpc.Trailer(&trailer))...)
+		noteReplayed(ctx, header)
+		if !keyedclient.Retrying(ctx) {
+			return err
+		}
 		return retryable(err, header, trailer)
 	}
 }
@@ -73,26 +79,44 @@ func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 // after some events, are turned into a [keyedclient.RetryableError] by the same rules.
 func StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if !keyedclient.Retrying(ctx) {
-			return streamer(ctx, desc, cc, method, opts...)
-		}
+		retrying := keyedclient.Retrying(ctx)
 		cs, err := streamer(ctx, desc, cc, method, opts...)
-		if err != nil {
+		switch {
+		case err != nil && retrying:
 			return nil, retryable(err, nil, nil)
+		case err != nil:
+			return nil, err
 		}
-		return &retryableStream{ClientStream: cs}, nil
+		return &retryableStream{ClientStream: cs, ctx: ctx, retrying: retrying}, nil
 	}
 }
 
-type retryableStream struct{ grpc.ClientStream }
+type retryableStream struct {
+	grpc.ClientStream
+	ctx      context.Context
+	retrying bool
+	noted    bool
+}
 
 func (s *retryableStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err == nil {
-		return nil
+	if !s.noted {
+		s.noted = true
+		header, _ := s.Header()
+		noteReplayed(s.ctx, header)
+	}
+	if err == nil || !s.retrying {
+		return err
 	}
 	header, _ := s.Header()
 	return retryable(err, header, s.Trailer())
+}
+
+// noteReplayed tells a keyedclient.Replay watching ctx whether header, an answer's
+// header metadata, marks it as served from a first attempt.
+func noteReplayed(ctx context.Context, header metadata.MD) {
+	v := header.Get(replayedMetadata)
+	keyedclient.NoteReplayed(ctx, len(v) == 1 && v[0] == "true")
 }
 
 // retryable returns err as a keyedclient.RetryableError when its status is ambiguous,
@@ -105,7 +129,11 @@ func retryable(err error, header, trailer metadata.MD) error {
 	}
 	retryAfter := retryDelay(st, header, trailer)
 	switch st.Code() {
-	case codes.Unavailable, codes.Aborted:
+	case codes.Unavailable:
+	case codes.Aborted:
+		if hasErrorInfo(st) {
+			return err
+		}
 	case codes.ResourceExhausted:
 		if retryAfter == 0 {
 			return err // a message over the size limit, most likely: retrying cannot help
@@ -117,6 +145,17 @@ func retryable(err error, header, trailer metadata.MD) error {
 		Err:        errors.New("gRPC status " + st.Code().String() + ": " + st.Message()),
 		RetryAfter: retryAfter,
 	}
+}
+
+// hasErrorInfo reports whether st carries a google.rpc.ErrorInfo: it is a typed
+// error, not a broken call.
+func hasErrorInfo(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.ErrorInfo); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // retryDelay reads the delay a status asks for: its google.rpc.RetryInfo, or a

@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -188,4 +189,59 @@ func TestRetryableOnlyForRetriedSends(t *testing.T) {
 	if err != unavailable || called != 1 {
 		t.Fatalf("outside a keyed send: %v, want the status unchanged", err)
 	}
+}
+
+// A2A v1.1 answers a generation mismatch with ABORTED and an ErrorInfo: a typed
+// error that no retry mends. a2a-go's own ABORTED for a stream it could not write to
+// carries none, and stays retryable (TestKeyedClientRetriesCutStream).
+func TestKeyedClientGenerationMismatchNotRetried(t *testing.T) {
+	var sends atomic.Int64
+	mismatch := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod != a2apb.A2AService_SendMessage_FullMethodName {
+			return handler(ctx, req)
+		}
+		sends.Add(1)
+		st, err := status.New(codes.Aborted, "task generation mismatch").WithDetails(
+			&errdetails.ErrorInfo{Reason: "TASK_GENERATION_MISMATCH", Domain: "a2a-protocol.org"})
+		if err != nil {
+			return nil, err
+		}
+		return nil, st.Err()
+	}
+	s := startServer(t, serverConfig{keyed: true, grpcOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(mismatch)}})
+	c := keyedClient(t, s, nil)
+	_, err := c.SendMessage(context.Background(), keyedRequest(t, idempotency.NewKey()))
+	if err == nil {
+		t.Fatal("the send succeeded, want the mismatch")
+	}
+	if sends.Load() != 1 {
+		t.Fatalf("%d sends, want 1: ABORTED with an ErrorInfo is never retried", sends.Load())
+	}
+	if got := retryable(status.Error(codes.Aborted, "failed to send response: cut"), nil, nil); !errors.As(got, new(*keyedclient.RetryableError)) {
+		t.Fatalf("a bare ABORTED: %v, want a RetryableError", got)
+	}
+}
+
+// keyedclient.WatchReplay tells a gRPC client whether an answer was served from a
+// first attempt, by the header metadata idempotent-replayed.
+func TestWatchReplayGRPC(t *testing.T) {
+	s := startServer(t, serverConfig{keyed: true})
+	c := keyedClient(t, s, nil)
+	req := keyedRequest(t, idempotency.NewKey())
+	for i, streaming := range []bool{false, false, true} {
+		ctx, replay := keyedclient.WatchReplay(context.Background())
+		if streaming {
+			for _, err := range c.SendStreamingMessage(ctx, req) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			taskOf(t)(c.SendMessage(ctx, req))
+		}
+		if !replay.Answered() || replay.Replayed() != (i > 0) {
+			t.Fatalf("send %d (streaming %v): answered %v, replayed %v; want replayed %v", i, streaming, replay.Answered(), replay.Replayed(), i > 0)
+		}
+	}
+	wantRuns(t, s, 1)
 }

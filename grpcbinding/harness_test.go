@@ -25,6 +25,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -63,6 +64,9 @@ type serverConfig struct {
 	readStore bool
 	// interceptors are a2a-go call interceptors of the handler (its authorization).
 	interceptors []a2asrv.CallInterceptor
+	// card, when set, is the public card (served over HTTP, through the middleware)
+	// and the extended card of every binding.
+	card *a2a.AgentCard
 }
 
 // server is one a2a-go request handler served over gRPC (a2agrpc, on a TCP loopback
@@ -73,6 +77,8 @@ type server struct {
 	agent    *testkit.Agent
 	index    idempotency.KeyIndex
 	store    taskstore.Store
+	// markers checks the answers of the sends of client and raw (markerOptions).
+	markers *wireclient.MarkerRule
 }
 
 func startServer(t testing.TB, cfg serverConfig) *server {
@@ -85,13 +91,17 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var store taskstore.Store = taskstore.NewInMemory(nil)
 	var handler a2asrv.RequestHandler
+	var cardOptions []a2asrv.RequestHandlerOption
+	if cfg.card != nil {
+		cardOptions = append(cardOptions, a2asrv.WithExtendedAgentCard(cfg.card))
+	}
 	if cfg.noAdapter {
-		handler = a2asrv.NewHandler(cfg.agent, a2asrv.WithTaskStore(store))
+		handler = a2asrv.NewHandler(cfg.agent, append(cardOptions, a2asrv.WithTaskStore(store))...)
 	} else {
 		store = adapter.NewBindingStore(store, adapter.Options{})
-		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}),
+		handler = a2asrv.NewHandler(adapter.NewExecutor(cfg.agent, adapter.Options{}), append(cardOptions,
 			a2asrv.WithTaskStore(store),
-			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))
+			a2asrv.WithCallInterceptors(append(cfg.interceptors, adapter.NewFollowUpBinder(store, adapter.Options{}))...))...)
 	}
 	if cfg.readStore {
 		cfg.opts.Tasks = adapter.NewTaskReader(store, adapter.TaskReaderOptions{})
@@ -106,8 +116,12 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
 	// The card lists the HTTP+JSON mount, so that the middleware's default tenant
 	// routes put /rest/message:send in the body's tenant's scope, as gRPC's.
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{Name: "echo",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON)}}))
+	card := cfg.card
+	if card == nil {
+		card = &a2a.AgentCard{Name: "echo",
+			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("http://localhost/rest", a2a.TransportProtocolHTTPJSON)}}
+	}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	var h http.Handler = mux
 	grpcOptions := cfg.grpcOptions
 	if cfg.keyed {
@@ -135,7 +149,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 
-	return &server{grpcAddr: lis.Addr().String(), httpURL: hs.URL, agent: cfg.agent, index: cfg.index, store: store}
+	return &server{grpcAddr: lis.Addr().String(), httpURL: hs.URL, agent: cfg.agent, index: cfg.index, store: store,
+		markers: wireclient.MarkerRuleOf(t)}
 }
 
 // client returns an a2a-go client of s over the binding protocol, with a2a-go's own
@@ -149,7 +164,8 @@ func (s *server) client(t testing.TB, protocol a2a.TransportProtocol, opts ...a2
 	case a2a.TransportProtocolHTTPJSON:
 		url = s.httpURL + "/rest"
 	}
-	opts = append([]a2aclient.FactoryOption{a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials()))}, opts...)
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, markerOptions(s.markers)...)
+	opts = append([]a2aclient.FactoryOption{a2agrpc.WithGRPCTransport(dial...)}, opts...)
 	c, err := a2aclient.NewFromEndpoints(context.Background(), []*a2a.AgentInterface{a2a.NewAgentInterface(url, protocol)}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +188,7 @@ func keyedRequest(t testing.TB, key string) *a2a.SendMessageRequest {
 // does not show: status details and response metadata.
 func (s *server) raw(t testing.TB) a2apb.A2AServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(s.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.grpcAddr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, markerOptions(s.markers)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +210,9 @@ func rawRequest(t testing.TB, req *a2a.SendMessageRequest) *a2apb.SendMessageReq
 type grpcError struct {
 	code       codes.Code
 	message    string
-	info       *errdetails.ErrorInfo
-	retryDelay time.Duration // of a RetryInfo detail; -1 when there is none
+	info       *errdetails.ErrorInfo // the last, as a2a-go's gRPC client reads it
+	kitReason  string                // of the ErrorInfo in middleware.ReasonDomain
+	retryDelay time.Duration         // of a RetryInfo detail; -1 when there is none
 }
 
 func statusOf(t testing.TB, err error) grpcError {
@@ -209,6 +226,9 @@ func statusOf(t testing.TB, err error) grpcError {
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
 			g.info = d
+			if d.GetDomain() == middleware.ReasonDomain {
+				g.kitReason = d.GetReason()
+			}
 		case *errdetails.RetryInfo:
 			g.retryDelay = d.GetRetryDelay().AsDuration()
 		}

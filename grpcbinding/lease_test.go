@@ -37,7 +37,7 @@ func TestLongSendOutlivesItsLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err := s.raw(t).SendMessage(ctx, rawRequest(t, req))
-	wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
+	wantStatus(t, err, codes.Unavailable, "SERVER_ERROR", "still in flight")
 	_, err = s.client(t, a2a.TransportProtocolJSONRPC).SendMessage(ctx, req)
 	if err == nil || !errors.Is(err, a2a.ErrServerError) && !strings.Contains(err.Error(), "409") {
 		t.Errorf("HTTP retry while the gRPC send runs: %v; want 409 in flight", err)

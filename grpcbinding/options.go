@@ -36,7 +36,7 @@ type Options struct {
 	// [middleware.Options]; set them as for the HTTP middleware on the same index.
 	// Events report the binding [middleware.BindingGRPC]. The engine extends a
 	// running send's lease as it does on HTTP, so a send may run for longer than its
-	// lease: a retry waits (ABORTED) until it binds.
+	// lease: a retry waits (UNAVAILABLE) until it binds.
 	Lease        time.Duration
 	SoleInstance bool
 	ReplayWait   time.Duration

@@ -2,7 +2,6 @@ package grpcbinding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,7 +31,15 @@ import (
 // retry's own context, so that the server's authorization (a2asrv.CallInterceptors)
 // applies to them. Put the interceptors last in the chain, after authentication, so
 // that the retry's context carries what authentication added. Other methods and
-// services pass through untouched, as do unkeyed sends.
+// services pass through untouched, as do unkeyed sends. A send is keyed by its
+// message's metadata, or by the "idempotency-key" request metadata (the HTTP
+// bindings' Idempotency-Key header): honoured alone; with both, they must be equal
+// (idempotency.KeyOfSend). GetExtendedAgentCard's card lists the extension as the
+// public card does, when the index can honour keys.
+//
+// Every answer served from a first attempt (a replay, an attach, the task gone, the
+// reply not replayable) carries the header metadata "idempotent-replayed: true"; a
+// first send's answer and a refusal never do.
 //
 // What a client sees, beyond the server's own answers (a first send, and a send
 // replayed from its first attempt's task or Message reply):
@@ -45,12 +52,14 @@ import (
 //     operation;
 //   - the index failed, timed out or is full, or the adapter could not bind the key
 //     before the agent ran: UNAVAILABLE, reason SERVER_ERROR;
-//   - the first attempt is still in flight and its task not known yet: ABORTED,
-//     reason SERVER_ERROR;
+//   - the first attempt is still in flight and its task not known yet: UNAVAILABLE,
+//     reason SERVER_ERROR (never ABORTED, A2A v1.1's generation mismatch);
 //   - the key's task was deleted: NOT_FOUND, reason TASK_NOT_FOUND.
 //
 // Every status carries a google.rpc.ErrorInfo in the domain a2a-protocol.org, with the
-// reasons of the JSON-RPC and HTTP+JSON answers. UNAVAILABLE and ABORTED also carry
+// reasons of the JSON-RPC and HTTP+JSON answers, last (a2a-go's gRPC client types a
+// status by its last ErrorInfo), and before it one in middleware.ReasonDomain with
+// the kit's own reason (middleware.ReasonInFlight, say). UNAVAILABLE also carries
 // the delay before a retry three ways: a google.rpc.RetryInfo detail, a retry-after
 // trailer in seconds, and retryAfterSeconds in the ErrorInfo metadata. Every answer
 // to a keyed send the interceptors handled names the extension in the a2a-extensions
@@ -99,9 +108,17 @@ func (i *Interceptors) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(i.Unary()), grpc.ChainStreamInterceptor(i.Stream())}
 }
 
-// Unary returns the interceptor for SendMessage.
+// Unary returns the interceptor for SendMessage, and for GetExtendedAgentCard (whose
+// card lists the extension as the public card does).
 func (i *Interceptors) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == a2apb.A2AService_GetExtendedAgentCard_FullMethodName {
+			res, err := handler(ctx, req)
+			if card, ok := res.(*a2apb.AgentCard); ok && err == nil {
+				i.extendedCard(ctx, card)
+			}
+			return res, err
+		}
 		in, ok := req.(*a2apb.SendMessageRequest)
 		svc, isA2A := info.Server.(a2apb.A2AServiceServer)
 		if info.FullMethod != a2apb.A2AService_SendMessage_FullMethodName || !ok || !isA2A {
@@ -131,101 +148,6 @@ func (i *Interceptors) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
-// keyedStream is the stream of a SendStreamingMessage. The service's read of the
-// request decides: an unkeyed send goes on untouched (the request is read once, into
-// the service's own message); a keyed one is refused there (the read fails with the
-// refusal's status), replayed there (the read fails with errAnswered, which finish
-// turns back into the replay's own end), or forwarded, with the claim in Context and
-// its first event held back by SendMsg until the key is bound to it.
-type keyedStream struct {
-	grpc.ServerStream
-	i      *Interceptors
-	svc    a2apb.A2AServiceServer
-	method string
-
-	read     bool
-	x        *call            // a keyed send
-	step     *middleware.Step // a forwarded keyed send
-	settled  bool             // the forwarded send was settled
-	answered error            // the end of a replay
-}
-
-// errAnswered ends the service's run of a send the interceptor answered itself.
-var errAnswered = errors.New("grpcbinding: answered by the interceptor")
-
-func (s *keyedStream) RecvMsg(m any) error {
-	if s.read {
-		return s.ServerStream.RecvMsg(m)
-	}
-	s.read = true
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	in, ok := m.(*a2apb.SendMessageRequest)
-	if !ok {
-		return nil
-	}
-	x, keyed := s.i.newCall(s.ServerStream.Context(), in, s.method, s.svc, true)
-	if !keyed {
-		return nil
-	}
-	x.ss = s.ServerStream
-	s.x = x
-	step := x.begin()
-	switch {
-	case step.Refusal != nil:
-		return x.refuse(step.Refusal)
-	case step.Gone:
-		return status.FromContextError(x.ctx.Err()).Err()
-	case step.Forward != nil:
-		x.header()
-		s.step = step
-		return nil
-	}
-	s.answered = x.replayStream(step)
-	return errAnswered
-}
-
-// Context returns the call's context, with the claim of a forwarded send.
-func (s *keyedStream) Context() context.Context {
-	if s.step != nil {
-		return s.step.Forward
-	}
-	return s.ServerStream.Context()
-}
-
-// SendMsg settles a forwarded send on its first event, before the event goes out.
-func (s *keyedStream) SendMsg(m any) error {
-	if s.step != nil && !s.settled {
-		s.settled = true
-		p := middleware.Produced{}
-		if ev, ok := m.(*a2apb.StreamResponse); ok {
-			p = s.x.produced(ev.GetTask(), ev.GetStatusUpdate(), ev.GetArtifactUpdate(), ev.GetMessage())
-		}
-		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, p); r != nil {
-			return s.x.refuse(r)
-		}
-	}
-	return s.ServerStream.SendMsg(m)
-}
-
-// finish returns the status the call ends with, given the service's err: a replay's
-// own end, or err, after settling a forwarded send that produced no event.
-func (s *keyedStream) finish(err error) error {
-	if errors.Is(err, errAnswered) {
-		return s.answered
-	}
-	if s.step != nil && !s.settled {
-		s.settled = true
-		if r := s.i.sends.Settle(s.x.ctx, &s.x.send, s.step, failed(err)); r != nil {
-			s.step.Done()
-			return s.x.refuse(r)
-		}
-	}
-	s.step.Done()
-	return err
-}
-
 // call is one keyed send on its way through the interceptors.
 type call struct {
 	i       *Interceptors
@@ -236,12 +158,14 @@ type call struct {
 	send    middleware.Send
 	ss      grpc.ServerStream // of a streaming send
 	history *int32
+	// headerSet is set once the response header metadata is set.
+	headerSet bool
 }
 
 // newCall reads the send in in, and reports whether it is keyed (with a key, or with
 // one that is malformed).
 func (i *Interceptors) newCall(ctx context.Context, in *a2apb.SendMessageRequest, method string, svc a2apb.A2AServiceServer, streaming bool) (*call, bool) {
-	key, ok, err := keyOf(in.GetMessage())
+	key, ok, err := keyOfCall(ctx, in.GetMessage())
 	if !ok && err == nil {
 		return nil, false
 	}
@@ -297,7 +221,6 @@ func (x *call) unary(handler grpc.UnaryHandler) (any, error) {
 // live events as SubscribeToTask gives them; a task that has finished (a2a-go then
 // refuses the subscription) is answered alone, and a Message reply again.
 func (x *call) replayStream(step *middleware.Step) error {
-	x.servedFromFirstAttempt()
 	defer x.i.sends.Observe(&x.send, middleware.OutcomeReplayed)
 	if step.Record.Reply == nil {
 		sub := &subscribeStream{ServerStream: x.ss, x: x}
@@ -310,6 +233,7 @@ func (x *call) replayStream(step *middleware.Step) error {
 	if err != nil {
 		return err
 	}
+	x.servedFromFirstAttempt()
 	if reply != nil {
 		return x.ss.SendMsg(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Message{Message: reply}})
 	}

@@ -374,7 +374,7 @@ func TestStreamingRetryAttachesLive(t *testing.T) {
 	wantRuns(t, s, 1)
 }
 
-func TestInFlightAborted(t *testing.T) {
+func TestInFlightUnavailable(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	s := startServer(t, serverConfig{keyed: true, agent: holdFirst(hold),
@@ -389,7 +389,7 @@ func TestInFlightAborted(t *testing.T) {
 	waitFor(t, func() bool { return s.agent.Runs() == 1 })
 	var trailer metadata.MD
 	_, err = raw.SendMessage(context.Background(), req, grpc.Trailer(&trailer))
-	g := wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
+	g := wantStatus(t, err, codes.Unavailable, "SERVER_ERROR", "still in flight")
 	if g.retryDelay <= 0 || len(trailer.Get("retry-after")) == 0 {
 		t.Fatalf("RetryInfo %v, trailer %v: want the delay in both", g.retryDelay, trailer)
 	}
@@ -554,6 +554,6 @@ func TestSoleInstanceTaskNotStoredYet(t *testing.T) {
 	}
 	waitFor(t, func() bool { return s.agent.Runs() == 1 })
 	_, err := raw.SendMessage(context.Background(), req)
-	wantStatus(t, err, codes.Aborted, "SERVER_ERROR", "still in flight")
+	wantStatus(t, err, codes.Unavailable, "SERVER_ERROR", "still in flight")
 	wantRuns(t, s, 1)
 }

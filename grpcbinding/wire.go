@@ -2,10 +2,13 @@ package grpcbinding
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -30,6 +33,23 @@ func keyOf(msg *a2apb.Message) (key string, ok bool, err error) {
 		return "", false, err
 	}
 	return s.StringValue, true, nil
+}
+
+// keyMetadata is the request metadata that carries a key beside the message's
+// metadata: idempotency.KeyHeader in gRPC's lower case.
+var keyMetadata = strings.ToLower(idempotency.KeyHeader)
+
+// keyOfCall reads the key of a gRPC send from both its carriers, the message's
+// metadata (keyOf) and the call's "idempotency-key" request metadata, by
+// [idempotency.KeyOfSend]: the metadata entry is honoured alone, and when both carry
+// a key they must be equal.
+func keyOfCall(ctx context.Context, msg *a2apb.Message) (string, bool, error) {
+	key, _, err := keyOf(msg)
+	if msg == nil {
+		return key, key != "", err
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	return idempotency.KeyOfSend(key, err, md.Get(keyMetadata))
 }
 
 // A2A v1.0's JSON is the ProtoJSON of its protos (the names are the protos' JSON

@@ -216,9 +216,13 @@ func TestReplyPastBoundIsNotRerun(t *testing.T) {
 	}
 	for _, wait := range []time.Duration{0, 400 * time.Millisecond} {
 		time.Sleep(wait)
-		status, _, body := postTo(t, context.Background(), front.URL+"/", keyedCall(t, "SendMessage", key, "m-1", "hi"))
+		status, header, body := postTo(t, context.Background(), front.URL+"/", keyedCall(t, "SendMessage", key, "m-1", "hi"))
 		if status == http.StatusConflict || errorCode(body) == 0 || !strings.Contains(string(body), "cannot be replayed") {
 			t.Errorf("retry after %v: %d %.300s; want a defined answer saying the reply cannot be replayed", wait, status, body)
+		}
+		if header.Get(idempotency.ReplayedHeader) != "true" || !strings.Contains(string(body), middleware.ReasonUnreplayable) {
+			t.Errorf("retry after %v: %s %q, reason %s; want the answer served from the first attempt marked, with the kit's reason",
+				wait, idempotency.ReplayedHeader, header.Get(idempotency.ReplayedHeader), middleware.ReasonUnreplayable)
 		}
 	}
 	if n := odd.sends(); n != 1 {

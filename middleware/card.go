@@ -15,8 +15,9 @@ import (
 	"github.com/a2akit/idempotency/middleware/cardedit"
 )
 
-// extensionDescription is the description of the extension in the agent card.
-const extensionDescription = "Idempotent sends: a message whose metadata carries " + idempotency.MetadataKey +
+// ExtensionDescription is the description of the extension in the agent cards the
+// kit serves: the public card, and the extended card on every binding.
+const ExtensionDescription = "Idempotent sends: a message whose metadata carries " + idempotency.MetadataKey +
 	" runs the agent once per key; a retry with the same key and message gets the first attempt's task or reply."
 
 // extensionEntry is the entry the middleware adds to capabilities.extensions.
@@ -24,7 +25,7 @@ var extensionEntry, _ = json.Marshal(struct {
 	URI         string `json:"uri"`
 	Description string `json:"description"`
 	Required    bool   `json:"required"`
-}{idempotency.ExtensionURI, extensionDescription, false})
+}{idempotency.ExtensionURI, ExtensionDescription, false})
 
 // serveCard serves the agent card of the wrapped handler (to a GET or a HEAD), with
 // the extension listed in capabilities.extensions when the index can honour keys.
@@ -58,9 +59,11 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	}
 	changed := false
 	if isJSON(bw.header) && bw.header.Get("Content-Encoding") == "" {
-		h.m.early.sawCard(body)
-		if h.m.learnRoutes {
-			h.m.routes.LearnCard(body, "")
+		if !strings.HasSuffix(r.URL.Path, extendedCardSuffix) {
+			h.m.early.sawCard(body)
+			if h.m.learnRoutes {
+				h.m.routes.LearnCard(body, "")
+			}
 		}
 		card, outcome := cardedit.AddExtension(body, idempotency.ExtensionURI, extensionEntry)
 		switch {
@@ -69,10 +72,8 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 			if out.Get("Etag") != "" {
 				out.Set("Etag", strongETag(body))
 			}
-		case outcome == cardedit.Signed && h.m.signedWarned.CompareAndSwap(false, true):
-			h.m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency: the agent card is signed and does not declare "+
-				"the idempotency extension, so it is served unchanged (appending the extension would break its "+
-				"signature); declare "+idempotency.ExtensionURI+" in capabilities.extensions before signing the card")
+		case outcome == cardedit.Signed:
+			h.warnSigned(r)
 		}
 	}
 	if notModified(r, out, changed) {
@@ -87,6 +88,16 @@ func (h *handler) serveCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCard(w, r, http.StatusOK, body)
+}
+
+// warnSigned logs, once, that a signed card that does not declare the extension is
+// served unchanged.
+func (h *handler) warnSigned(r *http.Request) {
+	if h.m.signedWarned.CompareAndSwap(false, true) {
+		h.m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency: the agent card is signed and does not declare "+
+			"the idempotency extension, so it is served unchanged (appending the extension would break its "+
+			"signature); declare "+idempotency.ExtensionURI+" in capabilities.extensions before signing the card")
+	}
 }
 
 // writeCard writes the card's answer, its body left out for a HEAD.

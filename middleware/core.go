@@ -295,7 +295,7 @@ func (c core) begin(ctx context.Context, send *Send, scope func() (string, error
 		}
 		return &Step{Record: d.rec}
 	case decideConflict:
-		return refuse(OutcomeConflict, &failure{kind: failInvalidParams, message: msgAlreadyHeld}, true,
+		return refuse(OutcomeConflict, &failure{kind: failInvalidParams, reason: ReasonKeyReused, message: msgAlreadyHeld}, true,
 			slog.LevelInfo, "idempotency: key reused by a different message, send refused")
 	case decideInFlight:
 		// Retry-After is the time left on the lease: the first attempt's owner extends

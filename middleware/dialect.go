@@ -125,6 +125,9 @@ const (
 type failure struct {
 	kind    failKind
 	message string
+	// reason is the kit's own ErrorInfo reason, when not its kind's (see
+	// failure.kitReason).
+	reason string
 	// retryAfter is the Retry-After delay of failUnavailable, failExhausted and
 	// failInFlight.
 	retryAfter time.Duration
@@ -141,3 +144,7 @@ type failure struct {
 
 // notFound reports whether f says that the task does not exist.
 func (f *failure) notFound() bool { return f.kind == failTaskNotFound || f.taskNotFound }
+
+// fromFirstAttempt reports whether f, answering a retry, is news of its first
+// attempt (its task is gone, its reply cannot be replayed) rather than a refusal.
+func (f *failure) fromFirstAttempt() bool { return f.notFound() || f.kind == failUnreplayable }

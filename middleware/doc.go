@@ -24,7 +24,10 @@
 //
 // A send is keyed when its message's own metadata (params.message.metadata, or the
 // body's message.metadata on HTTP+JSON) names [idempotency.MetadataKey], whether or
-// not the message lists the extension, in every version. Everything else passes
+// not the message lists the extension, in every version, or when the request carries
+// the key in the [idempotency.KeyHeader] header (the IETF draft's second carrier):
+// honoured alone; with both, they must be equal ([idempotency.KeyOfSend]), or the
+// send is refused as malformed; the body is forwarded as sent. Everything else passes
 // through untouched: other methods and calls, unkeyed sends, bodies that are not
 // JSON. The middleware reads the body of every POST whose body is a JSON object (a
 // JSON-RPC send may come to any path; its first byte past white space is '{') up to
@@ -36,8 +39,9 @@
 // JSON bodies that are not A2A.
 //
 // An unkeyed send costs a read and a search of its body: a body that contains
-// neither the metadata name nor the JSON escapes \u and \/ that could spell it is
-// passed on without being parsed, and its answer without being wrapped.
+// neither the metadata name nor the JSON escapes \u and \/ that could spell it, sent
+// without the Idempotency-Key header, is passed on without being parsed, and its
+// answer without being wrapped.
 //
 // The middleware reads a send exactly as a2a-go's server of that version will:
 // encoding/json into types with a2a-go's field tags, so keys match
@@ -116,6 +120,10 @@
 // Every answer to a keyed send the middleware handled carries the response header
 // A2A-Extensions: [idempotency.ExtensionURI] (and, in a version that names it
 // otherwise, that name too), except the refusal for an index that cannot honour keys.
+// Every answer served from a first attempt instead of running the send (a replay,
+// an attach to the task's live events, the Message reply again, the news that the
+// task is gone or that the reply cannot be replayed) also carries
+// [idempotency.ReplayedHeader]: true; a first send's answer and a refusal never do.
 //
 // # Servers the kit cannot see inside
 //
@@ -273,9 +281,14 @@
 // (code -32000, reason RESOURCE_EXHAUSTED), 409 (code -32000, reason SERVER_ERROR),
 // 413 (code -32600, reason INVALID_REQUEST, id null). HTTP+JSON errors are
 // google.rpc.Status bodies sent as application/json with their HTTP
-// status, on message:stream too: 503 UNAVAILABLE, 409 ABORTED (both reason
-// SERVER_ERROR), 429 RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason
-// INVALID_REQUEST). The 503, 429 and 409 bodies repeat the Retry-After delay in the
+// status, on message:stream too: 503 UNAVAILABLE, 409 UNAVAILABLE (both reason
+// SERVER_ERROR; never ABORTED, A2A v1.1's status of a generation mismatch), 429
+// RESOURCE_EXHAUSTED, 413 INVALID_ARGUMENT (reason INVALID_REQUEST). Every error the
+// middleware makes also carries, after A2A's, an ErrorInfo of the kit's own: domain
+// [ReasonDomain], a reason such as [ReasonInFlight] or [ReasonKeyReused] (see
+// reason.go), so that a client tells the kit's 409 from A2A v1.1's
+// TaskGenerationMismatchError (-32010, also 409), which the kit never answers. The
+// 503, 429 and 409 bodies repeat the Retry-After delay in the
 // ErrorInfo metadata as retryAfterSeconds. An error the server behind answered (to a task
 // read, say) is passed on with its own status, code and message; on HTTP+JSON its
 // body is sent as application/json.

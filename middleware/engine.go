@@ -130,6 +130,9 @@ const (
 // Refusal is an answer to a keyed send that the kit gives instead of the server.
 type Refusal struct {
 	Kind RefusalKind
+	// Reason is the kit's own ErrorInfo reason, in [ReasonDomain] (ReasonKeyReused,
+	// say): bindings send it beside A2A's.
+	Reason string
 	// Message is the client's text: it says what to do and never carries internal
 	// error text.
 	Message string
@@ -139,6 +142,13 @@ type Refusal struct {
 	// Extension reports whether the answer names the extension (in the binding's
 	// A2A-Extensions header); it does not when keys cannot be honoured.
 	Extension bool
+}
+
+// FromFirstAttempt reports whether r, answering a retry, is news of the first
+// attempt rather than a refusal: its task is gone, or its reply cannot be replayed.
+// Such an answer carries the replay marker ([idempotency.ReplayedHeader]) as a replay does.
+func (r *Refusal) FromFirstAttempt() bool {
+	return r.Kind == RefusedTaskNotFound || r.Kind == RefusedUnreplayable
 }
 
 // Produced is what the answer of a forwarded send showed, read by its binding: the
@@ -181,6 +191,11 @@ func (s *Sends) Begin(ctx context.Context, send *Send, scope func() (string, err
 	}
 	return st
 }
+
+// Honours reports whether the index can honour keys, as Begin asks it: a binding
+// lists the extension on the agent cards it serves (the extended card of gRPC, say)
+// only when it does.
+func (s *Sends) Honours(ctx context.Context) bool { return s.m.honours(ctx) }
 
 // Settle acts, once, on what a forwarded send's answer showed, by the rule of
 // ambiguity: it binds the key to the task or the Message reply (unless the code
@@ -269,5 +284,5 @@ func refusalOf(f *failure, ext bool) *Refusal {
 	if f.notFound() {
 		kind = RefusedTaskNotFound
 	}
-	return &Refusal{Kind: kind, Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
+	return &Refusal{Kind: kind, Reason: f.kitReason(), Message: f.message, RetryAfter: f.retryAfter, Extension: ext}
 }

@@ -84,6 +84,9 @@ func (x *exchange) run() {
 		x.k = x.ks.k
 		switch {
 		case step.Refusal != nil:
+			if step.Refusal.FromFirstAttempt() {
+				servedFromFirstAttempt(x.w.Header(), s.d)
+			}
 			writeFailure(x.w, s.d, s, failureOf(step.Refusal), step.Refusal.Extension)
 		case step.Forward != nil:
 			if x.forward(step, early) {
@@ -103,7 +106,7 @@ func failureOf(r *Refusal) *failure {
 		RefusedUnavailable: failUnavailable, RefusedInFlight: failInFlight, RefusedExhausted: failExhausted,
 		RefusedUnreplayable: failUnreplayable, RefusedInternal: failInternal,
 	}
-	return &failure{kind: kinds[r.Kind], message: r.Message, retryAfter: r.RetryAfter}
+	return &failure{kind: kinds[r.Kind], reason: r.Reason, message: r.Message, retryAfter: r.RetryAfter}
 }
 
 // unavailableFailure is the 503 of a keyed send refused for want of the index.
@@ -150,10 +153,13 @@ func (x *exchange) writeProduct(p product) bool {
 }
 
 // servedFromFirstAttempt sets the headers of every answer served from a first
-// attempt (a replay, an attach to its live events, its Message reply again): the one
-// place for them. A first send's own answers name the extension only.
+// attempt (a replay, an attach to its live events, its Message reply again, the
+// news that its task is gone or that its reply cannot be replayed): the one place
+// for them (see idempotency.ReplayedHeader). A first send's own answers, and
+// refusals, name the extension only.
 func servedFromFirstAttempt(h http.Header, d dialect) {
 	addExtensionHeaders(h, d)
+	h.Set(idempotency.ReplayedHeader, "true")
 }
 
 // msgUnanswerable answers a retry whose task or reply the server stores in a form the

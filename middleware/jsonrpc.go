@@ -206,7 +206,7 @@ func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 		}
 		e := rpcError{Code: code, Message: f.message}
 		if withInfo {
-			e.Data = []errorInfo{newErrorInfo(reason, f)}
+			e.Data = errorInfos(reason, f)
 		}
 		errObj, _ = json.Marshal(e)
 	}

@@ -167,7 +167,7 @@ const (
 // exchange. Everything else passes through.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == agentCardPath || r.URL.Path == legacyAgentCardPath):
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && isCardPath(r.URL.Path):
 		h.serveCard(w, r)
 		return
 	case r.Method != http.MethodPost, h.m.reads != nil && !h.m.reads(r):
@@ -179,7 +179,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, framingOf(r), nil, f, false)
 		return
 	}
-	if !isJSON || !mayCarryKey(body) {
+	if isJSON && isExtendedCardCall(body) {
+		h.serveExtendedCardCall(w, r)
+		return
+	}
+	if !isJSON || !mayCarryKey(body) && len(r.Header.Values(idempotency.KeyHeader)) == 0 {
 		h.next.ServeHTTP(w, r)
 		return
 	}

@@ -157,6 +157,21 @@ func (a answer) check(t *testing.T, h *mwtest.Harness, m mwtest.Mode, err error,
 	}
 }
 
+// checkMarker checks the replay marker of the checked answer, by its outcome: on the
+// answers served from a first attempt (a replay, the task gone, the reply not
+// replayable), on no other.
+func checkMarker(t *testing.T, h *mwtest.Harness, at marks, o middleware.Outcome, nothing bool) {
+	t.Helper()
+	if nothing {
+		return
+	}
+	want := o == middleware.OutcomeReplayed || o == middleware.OutcomeTaskGone || o == middleware.OutcomeUnreplayable
+	x := h.Wire.Exchanges()[at.wire]
+	if got := x.Header.Get(idempotency.ReplayedHeader) == "true"; got != want {
+		t.Fatalf("outcome %s: %s: true is %v, want %v", o, idempotency.ReplayedHeader, got, want)
+	}
+}
+
 // marks are the counts of exchanges, answers and events before a checked send.
 type marks struct{ wire, served, events int }
 
@@ -483,6 +498,7 @@ func TestOutcomesMatchWhatTheClientGot(t *testing.T) {
 					checkReleased(t, h, m, at, e)
 				} else {
 					oc.got.check(t, h, m, err, at)
+					checkMarker(t, h, at, e.Outcome, oc.got.nothing)
 				}
 				if string(e.Binding) != m.Binding || string(e.Version) != m.Version || e.Streaming != m.Streaming || e.RequestID == "" {
 					t.Errorf("event %+v: want %s and a request id", e, m)

@@ -56,6 +56,18 @@ func fillSend(s *send, c *sendConfig, m *message) {
 	s.key, s.keyErr = key, err
 }
 
+// takeHeaderKey decides s's key from both carriers, the message's metadata (read
+// already) and header, the values of the Idempotency-Key request header, by
+// idempotency.KeyOfSend. A reading without a message is left alone: it is no send.
+func (s *send) takeHeaderKey(header []string) {
+	if s == nil || !s.hasMessage || len(header) == 0 {
+		return
+	}
+	key, ok, err := idempotency.KeyOfSend(s.key, s.keyErr, header)
+	s.keyed = ok || err != nil
+	s.key, s.keyErr = key, err
+}
+
 // keyName is the metadata name of the key, as it appears in a body that spells it
 // without escapes.
 var keyName = []byte(idempotency.MetadataKey)

@@ -45,6 +45,9 @@ func (x *exchange) answer(p product, f *failure) Outcome {
 	if f != nil {
 		o := outcomeOr(x.r.Context(), failureOutcome(f))
 		if o != OutcomeAbandoned {
+			if f.fromFirstAttempt() {
+				servedFromFirstAttempt(x.w.Header(), x.s.d)
+			}
 			writeFailure(x.w, x.s.d, x.s, f, true)
 		}
 		return o

@@ -138,7 +138,7 @@ func restFailure(f *failure) (int, []byte, bool) {
 	case failExhausted:
 		status, code, reason = http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"
 	case failInFlight:
-		status, code, reason = http.StatusConflict, "ABORTED", "SERVER_ERROR"
+		status, code, reason = http.StatusConflict, "UNAVAILABLE", "SERVER_ERROR"
 	case failTooLarge:
 		status, code, reason = http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST"
 	case failUnreplayable:
@@ -151,7 +151,7 @@ func restFailure(f *failure) (int, []byte, bool) {
 		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"
 	}
 	body, _ := json.Marshal(restError{restStatus{Code: status, Status: code, Message: f.message,
-		Details: []errorInfo{newErrorInfo(reason, f)}}})
+		Details: errorInfos(reason, f)}})
 	return status, append(body, '\n'), false
 }
 

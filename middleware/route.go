@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/middleware/internal/member"
 	"github.com/a2akit/idempotency/middleware/internal/seam"
 	"github.com/a2akit/idempotency/middleware/internal/v03"
@@ -81,15 +82,20 @@ func register(rpc seam.RPC, rest seam.REST) {
 // JSON-RPC reading can find a send (it needs a method to name one): member.MayHave
 // proves that without decoding, so such a body is decoded once, not twice.
 func route(r *http.Request, body []byte) *send {
+	header := r.Header.Values(idempotency.KeyHeader)
 	prefix, streaming, isREST := restSend(r)
 	if !isREST {
-		return readRPC(body)
+		s := readRPC(body)
+		s.takeHeaderKey(header)
+		return s
 	}
 	var rpc *send
 	if member.MayHave(body, "method") {
 		rpc = readRPC(body)
+		rpc.takeHeaderKey(header)
 	}
 	rest := readREST(prefix, streaming, body)
+	rest.takeHeaderKey(header)
 	switch {
 	case rpc == nil || !rpc.hasMessage:
 		return rest

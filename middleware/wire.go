@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -243,11 +244,67 @@ func streamResponse(res product) []byte {
 }
 
 // shapeHistory trims a Task's history to its last n messages, as a2a-go's GetTask
-// does: nil or negative n keeps it whole, 0 drops it.
+// does: nil or negative n keeps it whole, 0 drops it. Every other byte of the task
+// stays as the server wrote it (member order, spacing, members the kit does not
+// know, A2A v1.1's generation): only the history member's value is rewritten, or
+// the member cut out.
 func shapeHistory(task []byte, n *int) []byte {
 	if n == nil || *n < 0 {
 		return task
 	}
+	o, ok := member.Members(task)
+	if !ok {
+		return task
+	}
+	var name, value []byte
+	count := 0
+	for nm, v, ok := o.Next(); ok; nm, v, ok = o.Next() {
+		if string(nm) == "history" {
+			name, value, count = nm, v, count+1
+		}
+	}
+	switch {
+	case count == 0:
+		return task
+	case count > 1:
+		return shapeHistoryMap(task, n) // the last wins, as encoding/json reads it
+	}
+	var history []json.RawMessage
+	if json.Unmarshal(value, &history) != nil || *n > 0 && len(history) <= *n {
+		return task
+	}
+	// name and value alias task: their offsets follow from their capacities.
+	from, to := cap(task)-cap(name)-1, cap(task)-cap(value)+len(value) // the opening quote; the value's end
+	if *n > 0 {
+		trimmed, err := json.Marshal(history[len(history)-*n:])
+		if err != nil {
+			return task
+		}
+		from = cap(task) - cap(value)
+		return slices.Concat(task[:from], trimmed, task[to:])
+	}
+	// Cut the member out with one of its commas: the one after it, or else the one
+	// before it.
+	if i := skipJSONSpace(task, to); i < len(task) && task[i] == ',' {
+		to = i + 1
+	} else if j := bytes.LastIndexByte(task[:from], ','); j >= 0 && len(bytes.TrimSpace(task[j+1:from])) == 0 {
+		from = j
+	}
+	return slices.Concat(task[:from], task[to:])
+}
+
+// skipJSONSpace returns the index of the first byte of b at or after i that is no
+// JSON white space.
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// shapeHistoryMap is shapeHistory by a decode into a map and a new encoding, for a
+// task that names its history more than once.
+func shapeHistoryMap(task []byte, n *int) []byte {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(task, &fields) != nil {
 		return task

@@ -42,6 +42,12 @@
 // middle of the stream after a retry, and must treat it as the task's full state. A
 // stream that the server ends without error is never retried.
 //
+// A server that honours keys marks an answer served from a first attempt (a replay)
+// with Idempotent-Replayed: true; [WatchReplay] tells the caller, per send, whether
+// the answer it got was one. The kit's own "still in flight" is 409 (HTTP) or
+// UNAVAILABLE (gRPC), and is retried; A2A v1.1's generation mismatch (-32010, 409
+// without Retry-After, gRPC ABORTED with an ErrorInfo) is a refusal, never retried.
+//
 // The peer's card must declare the extension for retries to happen, so an operator who
 // signs the card must declare it before signing (adapter.DeclareExtension): the kit's
 // middleware serves a signed card unchanged.

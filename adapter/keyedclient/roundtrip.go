@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a2akit/idempotency"
 )
 
 // StatusError is an HTTP response to a keyed send that is worth retrying: 409 with
@@ -51,12 +53,16 @@ func NewRoundTripper(base http.RoundTripper) *RoundTripper {
 	return &RoundTripper{base: base}
 }
 
-// RoundTrip implements http.RoundTripper. For a request of a retried keyed send whose
+// RoundTrip implements http.RoundTripper. It tells a [Replay] watching the
+// request's context whether the answer was marked as replayed. For a request of a retried keyed send whose
 // response has status 409 with a Retry-After header, 429, 502, 503 or 504, it reads
 // and closes the response body (up to 64 KiB) and returns a [StatusError]; otherwise
 // it returns what its base returned.
 func (rt *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.base.RoundTrip(req)
+	if err == nil {
+		NoteReplayed(req.Context(), resp.Header.Get(idempotency.ReplayedHeader) == "true")
+	}
 	if err != nil || !Retrying(req.Context()) {
 		return resp, err
 	}

@@ -86,6 +86,8 @@ func TestCrash(t *testing.T) {
 type current struct {
 	mu  sync.Mutex
 	url string
+	// markers checks every answer with wireclient.MarkerRule.
+	markers *wireclient.MarkerRule
 }
 
 func (c *current) get() string {
@@ -132,7 +134,7 @@ func crash(t *testing.T, bin, db string, sole bool, trials int, budget time.Dura
 		return testkit.StartCommand(t, bin, logs, args...)
 	}
 	srv := start(0)
-	cur := &current{url: srv.URL}
+	cur := &current{url: srv.URL, markers: wireclient.MarkerRuleOf(t)}
 
 	var all []*outcome
 	restarted := map[int]time.Time{} // process name → when it listened
@@ -341,6 +343,9 @@ func resend(cur *current, o *outcome) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		a, err := c.Do(ctx, s)
 		cancel()
+		if err == nil {
+			cur.markers.Check(s.Key, a)
+		}
 		switch {
 		case err != nil:
 			uncertainSince = time.Now()

@@ -324,6 +324,8 @@ func do(t *testing.T, base string, s wireclient.Send) wireclient.Answer {
 	a, err := (&wireclient.Client{BaseURL: base}).Do(ctx, s)
 	if err != nil {
 		t.Errorf("send %s: %v", s.MessageID, err)
+	} else {
+		wireclient.MarkerRuleOf(t).Check(s.Key, a)
 	}
 	return a
 }

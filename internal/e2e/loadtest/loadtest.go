@@ -265,6 +265,8 @@ type run struct {
 	mu     sync.Mutex
 	keys   []*keyState
 	report Report
+	// markers holds every answer to wireclient.MarkerRule.
+	markers wireclient.MarkerRule
 }
 
 // newRun returns the state of a run with cfg, which has its defaults set.
@@ -444,6 +446,7 @@ func (r *run) do(ctx context.Context, j job) {
 // record checks an answer to a send of k and records it.
 func (r *run) record(k *keyState, s wireclient.Send, a wireclient.Answer) {
 	r.count(a.Kind.String())
+	r.markers.Check(s.Key, a)
 	r.mu.Lock()
 	r.report.Statuses[a.Status]++
 	r.mu.Unlock()
@@ -614,6 +617,9 @@ func (r *run) check() {
 	}
 	for _, v := range vs {
 		r.violation("%s", v)
+	}
+	if err := r.markers.Err(); err != nil {
+		r.violation("%v", err)
 	}
 	// The run count's verdict goes first, past the bound on the list.
 	runs := rep.Runs()

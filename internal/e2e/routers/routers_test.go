@@ -234,7 +234,7 @@ var rows = []struct {
 		time.Sleep(100 * time.Millisecond)
 		a := e.send(e.srv.url, m)
 		<-done
-		e.wantError(a, http.StatusConflict, -32000, "ABORTED", "still in flight")
+		e.wantError(a, http.StatusConflict, -32000, "UNAVAILABLE", "still in flight")
 		if a.RetryAfter == "" {
 			e.t.Error("409 without Retry-After")
 		}
@@ -298,7 +298,7 @@ var rows = []struct {
 			e.t.Errorf("send whose bind failed: %v; want its task", a)
 		}
 		e.wantRuns(m, 1)
-		e.wantError(e.send(e.failBind.url, m), http.StatusConflict, -32000, "ABORTED", "still in flight")
+		e.wantError(e.send(e.failBind.url, m), http.StatusConflict, -32000, "UNAVAILABLE", "still in flight")
 		e.wantRuns(m, 1)
 	}},
 	{"body over MaxBodyBytes", func(e *env) {
@@ -310,6 +310,11 @@ var rows = []struct {
 }
 
 func TestWhatClientsSee(t *testing.T) {
+	t.Cleanup(func() {
+		if err := st.Markers.Err(); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, rt := range routers {
 		t.Run(rt.name, func(t *testing.T) {
 			t.Parallel()

@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/servercheck"
 )
 
@@ -171,37 +173,39 @@ func CheckConcurrentDuplicates(t *testing.T, srv *Server, n int) {
 	t.Helper()
 	var b [8]byte
 	rand.Read(b[:])
-	body := KeyedSendBody("crowd-"+hex.EncodeToString(b[:]), "crowd-key-"+hex.EncodeToString(b[:]), "hello, crowd")
+	key := "crowd-key-" + hex.EncodeToString(b[:])
+	body := KeyedSendBody("crowd-"+hex.EncodeToString(b[:]), key, "hello, crowd")
 	before := Runs(t, srv)
-	type answer struct {
-		status int
-		task   string
-		err    error
-	}
-	answers := make([]answer, n)
+	answers := make([]wireclient.Answer, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range answers {
 		wg.Go(func() {
 			resp, err := http.Post(srv.URL+"/rest/message:send", "application/json", strings.NewReader(body))
 			if err != nil {
-				answers[i].err = err
+				errs[i] = err
 				return
 			}
 			defer resp.Body.Close()
-			var a struct {
-				Task struct {
-					ID string `json:"id"`
-				} `json:"task"`
-			}
-			answers[i].status, answers[i].err = resp.StatusCode, json.NewDecoder(resp.Body).Decode(&a)
-			answers[i].task = a.Task.ID
+			answers[i], errs[i] = wireclient.ReadAnswer(resp, wireclient.Send{Binding: wireclient.HTTPJSON})
 		})
 	}
 	wg.Wait()
+	// The rule of the replay marker: one answer (the first send's) without it, every
+	// other with it.
+	var rule wireclient.MarkerRule
+	replayed := 0
 	for i, a := range answers {
-		if a.err != nil || a.status != http.StatusOK || a.task == "" || a.task != answers[0].task {
-			t.Errorf("send %d of %d identical sends: %d, task %q, %v; want 200 and task %q", i, n, a.status, a.task, a.err, answers[0].task)
+		if errs[i] != nil || a.Status != http.StatusOK || a.Kind != wireclient.Task || a.TaskID != answers[0].TaskID {
+			t.Errorf("send %d of %d identical sends: %v, %v; want 200 and task %q", i, n, a, errs[i], answers[0].TaskID)
 		}
+		rule.Check(key, a)
+		if a.Replayed {
+			replayed++
+		}
+	}
+	if err := rule.Err(); err != nil || replayed != n-1 {
+		t.Errorf("%d of %d identical sends were marked %s: true, want %d: %v", replayed, n, idempotency.ReplayedHeader, n-1, err)
 	}
 	if runs := Runs(t, srv) - before; runs != 1 {
 		t.Errorf("%d identical sends ran the agent %d times, want 1", n, runs)

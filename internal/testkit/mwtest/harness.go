@@ -33,6 +33,7 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/adapter"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/wireclient"
 	"github.com/a2akit/idempotency/memstore"
 	"github.com/a2akit/idempotency/middleware"
 )
@@ -192,6 +193,7 @@ func New(t *testing.T, cfg Config) *Harness {
 		front = h.Answered
 	}
 	h.Server = httptest.NewServer(front)
+	t.Cleanup(h.CheckMarkers) // runs last, once the server is closed
 	t.Cleanup(h.Server.Close)
 	t.Cleanup(h.ReleaseAgents)
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -200,6 +202,25 @@ func New(t *testing.T, cfg Config) *Harness {
 	h.Wire = &RecordingTransport{Base: base}
 	h.HTTP = &http.Client{Transport: h.Wire}
 	return h
+}
+
+// CheckMarkers holds every answer the harness's clients got to
+// wireclient.MarkerRule (the replay marker on every answer served from a first
+// attempt, on no first send and no refusal), and fails the test when it is broken.
+// New runs it when the test ends.
+func (h *Harness) CheckMarkers() {
+	if h.Wire == nil {
+		return
+	}
+	var rule wireclient.MarkerRule
+	for _, x := range h.Wire.Exchanges() {
+		if x.Method == http.MethodPost {
+			rule.CheckExchange(x.Path, x.ReqHeader, x.ReqBody, x.Status, x.Header, x.RespBody.Bytes())
+		}
+	}
+	if err := rule.Err(); err != nil {
+		h.T.Error(err)
+	}
 }
 
 // Middleware returns a middleware over the harness's index, reporting to the

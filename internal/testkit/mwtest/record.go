@@ -26,6 +26,7 @@ type RecordingTransport struct {
 // WireExchange is one exchange a client made: its request and the answer it read.
 type WireExchange struct {
 	Method, Path string
+	ReqHeader    http.Header
 	ReqBody      []byte
 	Status       int
 	Header       http.Header
@@ -37,7 +38,7 @@ func (rt *RecordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	if rt.Discard {
 		return rt.Base.RoundTrip(req)
 	}
-	x := &WireExchange{Method: req.Method, Path: req.URL.Path, RespBody: &testkit.Buffer{}}
+	x := &WireExchange{Method: req.Method, Path: req.URL.Path, ReqHeader: req.Header.Clone(), RespBody: &testkit.Buffer{}}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {

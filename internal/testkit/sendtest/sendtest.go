@@ -110,7 +110,7 @@ type Answer struct {
 	MessageID string
 	State     string
 	// Code is a JSON-RPC error's code, or the HTTP status of an HTTP+JSON error's
-	// body; ErrStatus is the latter's status name (ABORTED, ...).
+	// body; ErrStatus is the latter's status name (UNAVAILABLE, ...).
 	Code      int
 	ErrStatus string
 	Message   string
@@ -184,33 +184,45 @@ var Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 
 // Send sends m unary (or reads a streamed answer's first event) and returns the answer.
 func Send(ctx context.Context, base string, m Msg) (Answer, error) {
-	return do(m.Request(ctx, base))
+	return do(m.Request(ctx, base), m.Binding, m.Key)
 }
 
 // SendKey is Send with key, any JSON value, as the message's idempotency key.
 func SendKey(ctx context.Context, base string, m Msg, key any) (Answer, error) {
-	return do(m.request(ctx, base, key))
+	k, _ := key.(string)
+	return do(m.request(ctx, base, key), m.Binding, k)
 }
 
-func do(req *http.Request) (Answer, error) {
+// Markers holds the answer of every Send and SendKey (the first event of a
+// stream) to the rule of the replay marker; a package's tests check it at their end
+// (TestMain).
+var Markers wireclient.MarkerRule
+
+// do sends req, a send of binding b keyed with key (or with none, or a malformed
+// one, when empty), and reads its answer.
+func do(req *http.Request, b Binding, key string) (Answer, error) {
 	resp, err := Client.Do(req)
 	if err != nil {
 		return Answer{}, err
 	}
 	defer resp.Body.Close()
-	var b []byte
+	var data []byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		s := &Stream{resp: resp, sc: newScanner(resp.Body)}
 		a, err := s.Next()
 		a.RetryAfter = resp.Header.Get("Retry-After")
+		if err == nil {
+			Markers.Check(key, wireclient.Classify(resp.StatusCode, resp.Header, b, []byte(a.Raw)))
+		}
 		return a, err
 	}
-	b, err = io.ReadAll(resp.Body)
+	data, err = io.ReadAll(resp.Body)
 	if err != nil {
 		return Answer{}, err
 	}
-	a := Parse(resp.StatusCode, b)
+	a := Parse(resp.StatusCode, data)
 	a.RetryAfter = resp.Header.Get("Retry-After")
+	Markers.Check(key, wireclient.Classify(resp.StatusCode, resp.Header, b, data))
 	return a, nil
 }
 

@@ -45,6 +45,10 @@ type Send struct {
 	Key string
 	// Text is the message's one text part.
 	Text string
+	// KeyHeader holds the values of the Idempotency-Key request header, the key's
+	// second carrier (none: no header). With Key empty, the header carries the key
+	// alone.
+	KeyHeader []string
 	// StopAfterFirstEvent makes Do close a streamed answer after its first event, as a
 	// client that drops the connection does.
 	StopAfterFirstEvent bool
@@ -131,8 +135,11 @@ func (c *Client) Request(ctx context.Context, s Send, body []byte) (*http.Reques
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	if s.Key != "" {
+	if s.Key != "" || len(s.KeyHeader) > 0 {
 		req.Header.Add("A2A-Extensions", idempotency.ExtensionURI)
+	}
+	for _, v := range s.KeyHeader {
+		req.Header.Add(idempotency.KeyHeader, v)
 	}
 	return req, nil
 }
@@ -183,15 +190,21 @@ type Answer struct {
 	// MessageID is the id of a Message answer.
 	MessageID string
 	// Code, Reason and ErrMessage describe an error answer: the JSON-RPC error code or
-	// HTTP+JSON HTTP status, the ErrorInfo reason, and the message.
+	// HTTP+JSON HTTP status, the first ErrorInfo reason (A2A's), and the message.
+	// KitReason is the reason of the ErrorInfo in the kit's own domain
+	// (middleware.ReasonDomain), when there is one.
 	Code       int
 	Reason     string
+	KitReason  string
 	ErrMessage string
 	// RetryAfter is the Retry-After header, zero when absent.
 	RetryAfter time.Duration
 	// Extension reports whether the A2A-Extensions response header lists the
 	// idempotency extension.
 	Extension bool
+	// Replayed reports whether the answer carries Idempotent-Replayed: true, the
+	// marker of an answer served from a first attempt.
+	Replayed bool
 	// Events counts the events of a streamed answer.
 	Events int
 	// Header holds the response headers.
@@ -233,21 +246,16 @@ func (c *Client) DoBody(ctx context.Context, s Send, body []byte) (Answer, error
 		return Answer{}, err
 	}
 	defer resp.Body.Close()
-	a := Answer{Status: resp.StatusCode, Header: resp.Header}
-	for _, v := range resp.Header.Values("A2A-Extensions") {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.TrimSpace(f) == idempotency.ExtensionURI {
-				a.Extension = true
-			}
-		}
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if n, err := strconv.Atoi(ra); err == nil {
-			a.RetryAfter = time.Duration(n) * time.Second
-		}
-	}
+	return ReadAnswer(resp, s)
+}
+
+// ReadAnswer reads resp, the answer to s (s only chooses how it is read: its
+// binding, whether it stops after a stream's first event). An error means the answer
+// could not be read whole: a stream ended inside an event, or the body failed.
+func ReadAnswer(resp *http.Response, s Send) (Answer, error) {
+	a := headerAnswer(resp.StatusCode, resp.Header)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		return c.readStream(resp.Body, s, a)
+		return readStream(resp.Body, s, a)
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
@@ -258,8 +266,35 @@ func (c *Client) DoBody(ctx context.Context, s Send, body []byte) (Answer, error
 	return a, nil
 }
 
+// headerAnswer returns the answer as its status and headers describe it.
+func headerAnswer(status int, header http.Header) Answer {
+	a := Answer{Status: status, Header: header, Replayed: header.Get(idempotency.ReplayedHeader) == "true"}
+	for _, v := range header.Values("A2A-Extensions") {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(f) == idempotency.ExtensionURI {
+				a.Extension = true
+			}
+		}
+	}
+	if ra := header.Get("Retry-After"); ra != "" {
+		if n, err := strconv.Atoi(ra); err == nil {
+			a.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	return a
+}
+
+// Classify returns the answer of binding b with status and header whose body (or
+// first event's data) is data.
+func Classify(status int, header http.Header, b Binding, data []byte) Answer {
+	a := headerAnswer(status, header)
+	a.Raw = truncate(data)
+	classify(&a, b, data)
+	return a
+}
+
 // readStream reads the events of a streamed answer.
-func (c *Client) readStream(body io.Reader, s Send, a Answer) (Answer, error) {
+func readStream(body io.Reader, s Send, a Answer) (Answer, error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var data bytes.Buffer
@@ -326,6 +361,11 @@ type streamResponse struct {
 	ArtifactUpdate *struct {
 		TaskID string `json:"taskId"`
 	} `json:"artifactUpdate"`
+	// A2A v0.3's results are the object itself, named by kind.
+	Kind      string `json:"kind"`
+	ID        string `json:"id"`
+	TaskID    string `json:"taskId"`
+	MessageID string `json:"messageId"`
 }
 
 type wireStatus struct {
@@ -333,16 +373,21 @@ type wireStatus struct {
 }
 
 type wireError struct {
-	Code    int    `json:"code"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-	Data    []struct {
-		Reason string `json:"reason"`
-	} `json:"data"`
-	Details []struct {
-		Reason string `json:"reason"`
-	} `json:"details"`
+	Code    int         `json:"code"`
+	Status  string      `json:"status"`
+	Message string      `json:"message"`
+	Data    []errorInfo `json:"data"`
+	Details []errorInfo `json:"details"`
 }
+
+type errorInfo struct {
+	Reason string `json:"reason"`
+	Domain string `json:"domain"`
+}
+
+// kitDomain is the ErrorInfo domain of the kit's own reasons (middleware.ReasonDomain,
+// which this package does not import).
+const kitDomain = "github.com/a2akit/idempotency"
 
 // classify fills a's kind and details from one answer body or event data.
 func classify(a *Answer, b Binding, body []byte) {
@@ -368,9 +413,10 @@ func classify(a *Answer, b Binding, body []byte) {
 		_ = json.Unmarshal(w.Error, &e)
 		a.Code, a.ErrMessage = e.Code, e.Message
 		for _, d := range append(e.Data, e.Details...) {
-			if d.Reason != "" {
+			if d.Domain == kitDomain {
+				a.KitReason = d.Reason
+			} else if d.Reason != "" && a.Reason == "" {
 				a.Reason = d.Reason
-				break
 			}
 		}
 		if a.Kind != Unreadable {
@@ -402,6 +448,12 @@ func classify(a *Answer, b Binding, body []byte) {
 		a.Kind, a.TaskID, a.State = Task, r.StatusUpdate.TaskID, r.StatusUpdate.Status.State
 	case r.ArtifactUpdate != nil && r.ArtifactUpdate.TaskID != "":
 		a.Kind, a.TaskID = Task, r.ArtifactUpdate.TaskID
+	case r.Kind == "task" && r.ID != "":
+		a.Kind, a.TaskID = Task, r.ID
+	case r.Kind == "message" && r.MessageID != "":
+		a.Kind, a.MessageID = Message, r.MessageID
+	case (r.Kind == "status-update" || r.Kind == "artifact-update") && r.TaskID != "":
+		a.Kind, a.TaskID = Task, r.TaskID
 	}
 }
 
