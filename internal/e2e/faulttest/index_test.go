@@ -191,26 +191,8 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 // the Message only when the agent yields it): the retry must get the Message (or 409,
 // in flight), never TaskNotFound, since no task will ever exist and the Message comes.
 func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.String(), func(t *testing.T) {
-			srv := testkit.NewServer(t, testkit.Config{
-				// The agent works 300ms before it answers.
-				Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) }},
-				Index: memstore.New(memstore.Options{}),
-			})
-			c := &wireclient.Client{BaseURL: srv.URL}
-			s := newSend(m, true)
-			s.Text = "reply please"
-			f, retry := sendTwice(t, c, s, 100*time.Millisecond)
-			if f.Kind != wireclient.Message {
-				t.Fatalf("first attempt: %v", f)
-			}
-			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Message || retry.MessageID != f.MessageID) {
-				t.Errorf("retry while the agent works: %v; want message %s (or 409)", retry, f.MessageID)
-			}
-			wantOneRun(t, srv)
-		})
-	}
+	// The agent works 300ms before it answers.
+	retryWhileAgentWorks(t, 300*time.Millisecond, 0, 100*time.Millisecond, "reply please", wireclient.Message)
 }
 
 // A retry of a send whose agent takes longer than the lease before its first event
@@ -219,22 +201,38 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 // TaskNotFound, since the task is coming. Past the lease, the middleware learns that
 // from a subscription to the running execution.
 func TestRetryBeforeSlowFirstEvent(t *testing.T) {
+	// The agent works 900ms before its first event.
+	retryWhileAgentWorks(t, 900*time.Millisecond, 500*time.Millisecond, 600*time.Millisecond, "", wireclient.Task)
+}
+
+// retryWhileAgentWorks sends a keyed message in every mode (with text when not
+// empty) to a server (middleware lease: lease, zero the default) whose agent works
+// work before its first event or its reply, and retries it wait later: the first
+// send must be answered want, and the retry the same answer or 409 (in flight),
+// never TaskNotFound; the agent runs once.
+func retryWhileAgentWorks(t *testing.T, work, lease, wait time.Duration, text string, want wireclient.Kind) {
+	id := func(a wireclient.Answer) string { return a.TaskID }
+	if want == wireclient.Message {
+		id = func(a wireclient.Answer) string { return a.MessageID }
+	}
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
 			srv := testkit.NewServer(t, testkit.Config{
-				// The agent works 900ms before its first event.
-				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) }},
+				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(work) }},
 				Index:      memstore.New(memstore.Options{}),
-				Middleware: middleware.Options{Lease: 500 * time.Millisecond},
+				Middleware: middleware.Options{Lease: lease},
 			})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			f, retry := sendTwice(t, c, s, 600*time.Millisecond)
-			if f.Kind != wireclient.Task {
+			if text != "" {
+				s.Text = text
+			}
+			f, retry := sendTwice(t, c, s, wait)
+			if f.Kind != want {
 				t.Fatalf("first attempt: %v", f)
 			}
-			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Task || retry.TaskID != f.TaskID) {
-				t.Errorf("retry while the agent works: %v; want task %s (or 409)", retry, f.TaskID)
+			if retry.Kind != wireclient.InFlight && (retry.Kind != want || id(retry) != id(f)) {
+				t.Errorf("retry while the agent works: %v; want %v (or 409)", retry, f)
 			}
 			wantOneRun(t, srv)
 		})
