@@ -1,7 +1,6 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 )
 
 // countingSweeper counts its sweeps and fails the ones fail says.
@@ -35,19 +35,6 @@ func (s *countingSweeper) PurgeExpired(ctx context.Context, p idempotency.Retent
 	return idempotency.PurgeReport{KeysDeleted: int64(n), Batches: 1, Complete: true}, nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
-
 func TestSweepRunner(t *testing.T) {
 	sw := &countingSweeper{fail: func(n int) error {
 		if n == 2 {
@@ -55,7 +42,7 @@ func TestSweepRunner(t *testing.T) {
 		}
 		return nil
 	}}
-	var logs syncBuffer
+	var logs testkit.Buffer
 	type result struct {
 		rep idempotency.PurgeReport
 		err error

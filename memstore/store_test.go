@@ -13,9 +13,12 @@ import (
 	"github.com/a2akit/idempotency/memstore"
 )
 
-// newFakeClock returns a clock that moves only when the test advances it.
-func newFakeClock() *conformance.Clock {
-	return conformance.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+// clocked returns a Store with opts on a clock that moves only when the test
+// advances it, and the clock.
+func clocked(opts memstore.Options) (*memstore.Store, *conformance.Clock) {
+	clock := conformance.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts.Now = clock.Now
+	return memstore.New(opts), clock
 }
 
 // key returns a well-formed key that is distinct for each i.
@@ -41,8 +44,7 @@ func capacity(t *testing.T, s *memstore.Store, scope string) idempotency.Capacit
 
 func TestDefaults(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{Now: clock.Now})
+	s, clock := clocked(memstore.Options{})
 	if got := capacity(t, s, "").Limit; got != memstore.DefaultMaxKeysPerScope {
 		t.Errorf("default Limit = %d, want %d", got, memstore.DefaultMaxKeysPerScope)
 	}
@@ -69,9 +71,8 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestRecordTimesFollowInjectedClock(t *testing.T) {
-	clock := newFakeClock()
+	s, clock := clocked(memstore.Options{})
 	t0 := clock.Now()
-	s := memstore.New(memstore.Options{Now: clock.Now})
 	c := mustClaim(t, s, "", key(1), "m", time.Minute)
 	clock.Advance(2 * time.Minute)
 	// The lease ended: the same message takes the claim over, keeping the claim time.
@@ -147,8 +148,7 @@ func TestCapacity(t *testing.T) {
 
 func TestCapacityDropsExpiredFirst(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2, Now: clock.Now})
+	s, clock := clocked(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2})
 	c := mustClaim(t, s, "", key(0), "m", time.Minute)
 	if err := s.Bind(ctx, "", key(0), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
 		t.Fatal(err)
@@ -169,8 +169,7 @@ func TestCapacityDropsExpiredFirst(t *testing.T) {
 
 func TestCapacityNeverEvictsHeldKeys(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2, Now: clock.Now})
+	s, clock := clocked(memstore.Options{TTL: time.Hour, MaxKeysPerScope: 2})
 	mustClaim(t, s, "", key(0), "m0", time.Second) // abandoned: its lease will end
 	c := mustClaim(t, s, "", key(1), "m1", time.Second)
 	if err := s.Bind(ctx, "", key(1), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
@@ -269,8 +268,7 @@ func TestCapacityExactUnderConcurrency(t *testing.T) {
 
 func TestPurgeExpired(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{TTL: 24 * time.Hour, Now: clock.Now})
+	s, clock := clocked(memstore.Options{TTL: 24 * time.Hour})
 	for i := range 25 {
 		c := mustClaim(t, s, "", key(i), "m", time.Minute)
 		if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
@@ -320,8 +318,7 @@ func TestPurgeExpired(t *testing.T) {
 
 func TestPurgeReportCompleteOnExactBatches(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{Now: clock.Now})
+	s, clock := clocked(memstore.Options{})
 	for i := range 20 {
 		c := mustClaim(t, s, "", key(i), "m", time.Minute)
 		if err := s.Bind(ctx, "", key(i), c.Token, idempotency.Binding{TaskID: "t"}); err != nil {
@@ -340,8 +337,7 @@ func TestPurgeReportCompleteOnExactBatches(t *testing.T) {
 
 func TestPurgeDeletesKeysPastTTL(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{TTL: time.Hour, Now: clock.Now})
+	s, clock := clocked(memstore.Options{TTL: time.Hour})
 	mustClaim(t, s, "", key(0), "m", time.Minute)
 	clock.Advance(time.Hour)
 	got, err := s.PurgeExpired(ctx, idempotency.RetentionPolicy{}) // 24 h: older than the TTL
@@ -360,8 +356,7 @@ func TestPurgeDeletesKeysPastTTL(t *testing.T) {
 func TestMaxBytes(t *testing.T) {
 	const max = 64 << 10
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{MaxBytes: max, TTL: time.Hour, Now: clock.Now})
+	s, clock := clocked(memstore.Options{MaxBytes: max, TTL: time.Hour})
 	var tokens []idempotency.Token
 	for i := 0; ; i++ {
 		c, err := s.Claim(ctx, fmt.Sprintf("tenant-%d", i), key(i), "m", time.Minute)
@@ -490,8 +485,7 @@ func TestMaxBytesExactUnderConcurrency(t *testing.T) {
 // over or not), a bind or a release fence the token out.
 func TestExtend(t *testing.T) {
 	ctx := context.Background()
-	clock := newFakeClock()
-	s := memstore.New(memstore.Options{Now: clock.Now})
+	s, clock := clocked(memstore.Options{})
 	notOwner := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, idempotency.ErrNotOwner) {

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/a2akit/idempotency"
+	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/redisstore"
 	"github.com/a2akit/idempotency/redisstore/redistest"
 )
@@ -77,13 +76,13 @@ func benchClaims(b *testing.B, url string, bound int) {
 				return floorScript.Run(ctx, rdb, []string{floorName + key(i)}, "m").Err()
 			}
 			// Warm the pool up and load the script, so that neither side pays for it.
-			if _, err := parallel(conc, 0, conc, baseline); err != nil {
+			if _, err := testkit.Parallel(conc, 0, conc, baseline); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := parallel(conc, 0, conc, claim); err != nil {
+			if _, err := testkit.Parallel(conc, 0, conc, claim); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := parallel(conc, 0, conc, floor); err != nil {
+			if _, err := testkit.Parallel(conc, 0, conc, floor); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -100,7 +99,7 @@ func benchClaims(b *testing.B, url string, bound int) {
 				}
 				for _, side := range sides {
 					cpu0 := cpuTime(b, rdb)
-					d, err := parallel(conc, from, to, side.op)
+					d, err := testkit.Parallel(conc, from, to, side.op)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -158,7 +157,7 @@ func benchHeldKeyMemory(b *testing.B, url string, bound int) {
 	}
 	for b.Loop() {
 		before := usedMemory(b, rdb)
-		if _, err := parallel(8, 0, n, func(i int) error {
+		if _, err := testkit.Parallel(8, 0, n, func(i int) error {
 			c, err := store.Claim(ctx, "", keys[i], uuid(), time.Minute)
 			if err != nil {
 				return err
@@ -256,33 +255,4 @@ func uuid() string {
 	var u [16]byte
 	rand.Read(u[:])
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
-}
-
-// parallel runs op(i) for every i in [from, to) on conc goroutines, and returns the
-// wall time and the first error.
-func parallel(conc, from, to int, op func(i int) error) (time.Duration, error) {
-	var (
-		next     atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	next.Store(int64(from))
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to {
-					return
-				}
-				if err := op(i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start), firstErr
 }

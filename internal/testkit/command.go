@@ -17,16 +17,21 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
-// Command is a server a test runs as a child process: a program that prints
-// "listening <base URL>" on the first line of its standard output once it accepts
-// connections, and serves until it is killed (the crash test's server, and the
-// restart and replica tests' one).
+// Command is a server a test runs as a child process: a program that prints a
+// line naming its base URL on its standard output once it accepts connections
+// ("listening <base URL>", see [Listening]), and serves until it is stopped (the
+// crash test's server, the restart and replica tests' one, the sidecar, the
+// upstreams and examples of the e2e tests).
 type Command struct {
 	// URL is the base URL the server printed.
 	URL string
+	// Line is the line of standard output that named URL.
+	Line string
+	// Process is the running process, for a test that signals it.
+	Process *os.Process
 
-	cmd    *exec.Cmd
-	exited chan struct{}
+	exited  chan struct{}
+	waitErr error
 }
 
 // BuildCommand builds the main package pkg (an import path) into a temporary
@@ -47,11 +52,41 @@ func BuildCommand(tb testing.TB, pkg string) string {
 }
 
 // StartCommand starts bin with args, its standard error written to logs, and
-// waits until it listens. It kills the server when tb ends.
+// waits until it listens ([StartProcess]). It kills the server when tb ends.
 func StartCommand(tb testing.TB, bin string, logs io.Writer, args ...string) *Command {
 	tb.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = logs
+	return StartProcess(tb, cmd, nil)
+}
+
+// Listening reads a base URL from a line "… listening <URL>[,] …", the line the
+// kit's servers, the sidecar and the e2e upstreams print once they listen.
+func Listening(line string) (string, bool) {
+	_, rest, ok := strings.Cut(line, "listening ")
+	if !ok {
+		return "", false
+	}
+	url := strings.TrimSuffix(strings.Fields(rest + " ")[0], ",")
+	return url, strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
+}
+
+// StartProcess starts cmd and waits, 30 s at most, for the first line of its standard
+// output from which urlOf reads the server's URL (nil: [Listening]); the test
+// fails if the process ends or the time passes first. When cmd.Stderr is nil,
+// Start keeps the process's standard error and writes it to tb if tb failed. The
+// process is killed when tb ends.
+func StartProcess(tb testing.TB, cmd *exec.Cmd, urlOf func(line string) (string, bool)) *Command {
+	tb.Helper()
+	if urlOf == nil {
+		urlOf = Listening
+	}
+	name := filepath.Base(cmd.Path)
+	var logs *Buffer
+	if cmd.Stderr == nil {
+		logs = &Buffer{}
+		cmd.Stderr = logs
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -59,32 +94,40 @@ func StartCommand(tb testing.TB, bin string, logs io.Writer, args ...string) *Co
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	c := &Command{cmd: cmd, exited: make(chan struct{})}
-	listening := make(chan string, 1)
+	c := &Command{Process: cmd.Process, exited: make(chan struct{})}
+	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			listening <- strings.TrimPrefix(sc.Text(), "listening ")
-		}
-		close(listening)
 		for sc.Scan() {
+			if _, ok := urlOf(sc.Text()); ok {
+				lines <- sc.Text()
+				break
+			}
 		}
+		close(lines)
+		io.Copy(io.Discard, stdout)
 	}()
 	go func() {
-		cmd.Wait()
+		c.waitErr = cmd.Wait()
 		close(c.exited)
 	}()
-	tb.Cleanup(c.Kill)
-	select {
-	case url, ok := <-listening:
-		if !ok || !strings.HasPrefix(url, "http://") {
-			c.Kill()
-			tb.Fatalf("%s did not start (see its log)", filepath.Base(bin))
+	tb.Cleanup(func() {
+		c.Kill()
+		if logs != nil && tb.Failed() {
+			tb.Logf("%s's log:\n%s", name, logs.String())
 		}
-		c.URL = url
+	})
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			c.Kill()
+			tb.Fatalf("%s exited before it listened (see its log)", name)
+		}
+		c.URL, _ = urlOf(line)
+		c.Line = line
 	case <-time.After(30 * time.Second):
 		c.Kill()
-		tb.Fatalf("%s did not start within 30s", filepath.Base(bin))
+		tb.Fatalf("%s did not listen within 30s", name)
 	}
 	return c
 }
@@ -92,8 +135,15 @@ func StartCommand(tb testing.TB, bin string, logs io.Writer, args ...string) *Co
 // Kill kills the server with SIGKILL and waits until it is gone. Killing a server
 // that is gone does nothing.
 func (c *Command) Kill() {
-	c.cmd.Process.Kill()
+	c.Process.Kill()
 	<-c.exited
+}
+
+// Wait waits until the process ends and returns how it ended, as
+// [exec.Cmd.Wait] does.
+func (c *Command) Wait() error {
+	<-c.exited
+	return c.waitErr
 }
 
 // ServeCommand is the main loop of a server that StartCommand runs: it listens on

@@ -190,7 +190,7 @@ func TestProxyKilledMidSend(t *testing.T) {
 				t.Parallel()
 				up := startUpstream(t)
 				store := ps.open(t)
-				args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
+				args := []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
 					"-log-level", "WARN", "-lease", "2s", "-replay-wait", "2s"}
 				p := startProcess(t, proxyBin, args...)
 				msgs := make([]st.Msg, 4)
@@ -199,24 +199,24 @@ func TestProxyKilledMidSend(t *testing.T) {
 					msgs[i] = st.NewMsg(b, i%2 == 1, "wait 3s killed")
 					wg.Go(func() {
 						if msgs[i].Streaming {
-							if s, err := st.OpenStream(context.Background(), p.url, msgs[i]); err == nil {
+							if s, err := st.OpenStream(context.Background(), p.URL, msgs[i]); err == nil {
 								for _, err := s.Next(); err == nil; _, err = s.Next() {
 								}
 								s.Close()
 							}
 							return
 						}
-						st.Send(context.Background(), p.url, msgs[i])
+						st.Send(context.Background(), p.URL, msgs[i])
 					})
 				}
 				time.Sleep(700 * time.Millisecond)
-				p.kill()
+				p.Kill()
 				wg.Wait()
 				p = startProcess(t, proxyBin, args...)
 				time.Sleep(2 * time.Second) // past every lease
 				for _, m := range msgs {
 					m.Streaming = false
-					st.RetryUntil(t, p.url, m, 10*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
+					st.RetryUntil(t, p.URL, m, 10*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
 				}
 				if runs := up.runs(t); runs > int64(len(msgs)) {
 					t.Errorf("%d keys ran %d times; want at most once each", len(msgs), runs)
@@ -230,9 +230,9 @@ func TestProxyKilledMidSend(t *testing.T) {
 // the extension listed, every other byte as the upstream wrote it.
 func TestProxyCard(t *testing.T) {
 	up := startUpstream(t)
-	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+	p := startProcess(t, proxyBin, "-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-public-url", "https://agents.example.com/echo")
-	direct, proxied := get(t, up.url+agentCard), get(t, p.url+agentCard)
+	direct, proxied := get(t, up.URL+agentCard), get(t, p.URL+agentCard)
 	var card struct {
 		SupportedInterfaces []struct{ URL string } `json:"supportedInterfaces"`
 		Capabilities        struct {
@@ -253,7 +253,7 @@ func TestProxyCard(t *testing.T) {
 		t.Errorf("extensions %+v, want the idempotency extension", card.Capabilities.Extensions)
 	}
 	// Undo both edits: what is left are the upstream's bytes.
-	back := strings.ReplaceAll(string(proxied), "https://agents.example.com/echo", up.url)
+	back := strings.ReplaceAll(string(proxied), "https://agents.example.com/echo", up.URL)
 	back = strings.Replace(back, `,"extensions":[`+string(mustEntry(t, proxied))+`]`, "", 1)
 	if back != string(direct) {
 		t.Errorf("the proxied card is not the upstream's bytes plus the edits:\n%s\n%s", direct, proxied)
@@ -300,24 +300,24 @@ func TestLeaseRenewedAcrossProxies(t *testing.T) {
 		t.Run(ps.name, func(t *testing.T) {
 			up := startUpstream(t, "-no-streaming")
 			store := ps.open(t)
-			args := []string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
+			args := []string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
 				"-log-level", "WARN", "-lease", "1s", "-replay-wait", "200ms"}
 			a, b := startProcess(t, proxyBin, args...), startProcess(t, proxyBin, args...)
 			m := st.NewMsg(st.JSONRPC, false, "wait 3s renewed")
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			if _, err := st.Send(ctx, a.url, m); err == nil {
+			if _, err := st.Send(ctx, a.URL, m); err == nil {
 				t.Fatal("the first attempt answered within 300ms; want it cut")
 			}
 			cancel()
 			for _, at := range []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond} {
 				time.Sleep(time.Until(start.Add(at)))
-				r, err := st.Send(context.Background(), b.url, m)
+				r, err := st.Send(context.Background(), b.URL, m)
 				if err != nil || r.Status != http.StatusConflict {
 					t.Errorf("retry through the other proxy %v after the first attempt: %v, %v; want 409", at, r, err)
 				}
 			}
-			st.RetryUntil(t, b.url, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
+			st.RetryUntil(t, b.URL, m, 5*time.Second, func(a st.Answer) bool { return a.IsTask() && a.State == st.Completed })
 			checkRuns(t, up, 1)
 		})
 	}
@@ -327,25 +327,25 @@ func TestLeaseRenewedAcrossProxies(t *testing.T) {
 // process exits with status 0.
 func TestProxyGracefulShutdown(t *testing.T) {
 	up := startUpstream(t)
-	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+	p := startProcess(t, proxyBin, "-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
 	m := st.NewMsg(st.HTTPJSON, false, "wait 1s graceful")
 	done := make(chan st.Answer, 1)
 	go func() {
-		a, err := st.Send(context.Background(), p.url, m)
+		a, err := st.Send(context.Background(), p.URL, m)
 		if err != nil {
 			a.Raw = err.Error()
 		}
 		done <- a
 	}()
 	time.Sleep(300 * time.Millisecond)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if a := <-done; !a.IsTask() || a.State != st.Completed {
 		t.Errorf("the send in flight at SIGTERM: %v; want its task, completed", a)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.Wait(); err != nil {
 		t.Errorf("the proxy after SIGTERM: %v; want exit status 0", err)
 	}
 	checkRuns(t, up, 1)
@@ -356,16 +356,16 @@ func TestProxyGracefulShutdown(t *testing.T) {
 // middleware/metrics) in Prometheus text format.
 func TestProxyAdmin(t *testing.T) {
 	up := startUpstream(t)
-	p := startProcess(t, proxyBin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+	p := startProcess(t, proxyBin, "-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "WARN")
-	_, rest, _ := strings.Cut(p.line, "admin ")
+	_, rest, _ := strings.Cut(p.Line, "admin ")
 	admin, _, _ := strings.Cut(rest, ",")
 	if got := string(get(t, admin+"/readyz")); got != "key store: ok\nupstream: ok\n" {
 		t.Errorf("/readyz: %q", got)
 	}
 	m := st.NewMsg(st.JSONRPC, false, "counted")
-	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
-	st.RetryUntil(t, p.url, m, 5*time.Second, st.Answer.IsTask)
+	st.RetryUntil(t, p.URL, m, 5*time.Second, st.Answer.IsTask)
+	st.RetryUntil(t, p.URL, m, 5*time.Second, st.Answer.IsTask)
 	metrics := string(get(t, admin+"/metrics"))
 	for _, line := range []string{
 		`a2a_idempotency_sends_total{binding="JSONRPC",outcome="claimed",protocol_version="1.0",streaming="false"} 1`,
@@ -377,7 +377,7 @@ func TestProxyAdmin(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", line, metrics)
 		}
 	}
-	if resp, err := http.Get(p.url + "/metrics"); err == nil {
+	if resp, err := http.Get(p.URL + "/metrics"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
 			t.Error("the public port serves the metrics")

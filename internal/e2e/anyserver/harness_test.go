@@ -1,7 +1,6 @@
 package anyserver
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,80 +59,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// process is a subprocess that printed the URL it serves.
-type process struct {
-	cmd *exec.Cmd
-	url string
-	// line is the line that named the URL.
-	line string
-}
-
-// startProcess starts bin with args and waits for the line naming its URL: the
-// first http:// URL after "listening".
-func startProcess(t *testing.T, bin string, args ...string) *process {
+// startProcess starts bin with args and waits for the line naming its URL
+// ([testkit.Listening]).
+func startProcess(t *testing.T, bin string, args ...string) *testkit.Command {
 	t.Helper()
-	return startProcessURL(t, func(line string) (string, bool) {
-		_, rest, ok := strings.Cut(line, "listening ")
-		url, _, _ := strings.Cut(rest, ",")
-		return url, ok
-	}, bin, args...)
-}
-
-// startProcessURL starts bin with args and waits for the first line of its stdout
-// from which urlOf reads the URL it serves.
-func startProcessURL(t *testing.T, urlOf func(line string) (string, bool), bin string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testkit.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd}
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", filepath.Base(bin), stderr.String())
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if _, ok := urlOf(sc.Text()); ok {
-				lines <- sc.Text()
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("%s exited before it listened:\n%s", bin, stderr.String())
-		}
-		p.url, _ = urlOf(line)
-		p.line = line
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not listen within 30s:\n%s", bin, stderr.String())
-	}
-	return p
-}
-
-// kill SIGKILLs the process and reaps it.
-func (p *process) kill() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
-	}
+	return testkit.StartProcess(t, exec.Command(bin, args...), nil)
 }
 
 // upstream is the a2a-go server in another process.
-type upstream struct{ *process }
+type upstream struct{ *testkit.Command }
 
 func startUpstream(t *testing.T, args ...string) upstream {
 	return upstream{startProcess(t, upstreamBin, args...)}
@@ -143,7 +76,7 @@ func startUpstream(t *testing.T, args ...string) upstream {
 // runs reads how many runs the upstream's agent started.
 func (u upstream) runs(t *testing.T) int64 {
 	t.Helper()
-	resp, err := http.Get(u.url + "/runs")
+	resp, err := http.Get(u.URL + "/runs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +112,14 @@ type front struct {
 // proxy on each of its kinds of store, and the middleware.
 var fronts = []front{
 	{"proxy", func(t *testing.T, up upstream, k kit) string {
-		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+		args := append([]string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "",
 			"-store", sqliteStore(t), "-log-level", "WARN"}, k.proxyArgs()...)
-		return startProcess(t, proxyBin, args...).url
+		return startProcess(t, proxyBin, args...).URL
 	}},
 	{"proxy-redis", func(t *testing.T, up upstream, k kit) string {
-		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+		args := append([]string{"-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "",
 			"-store", redisStore(t), "-log-level", "WARN"}, k.proxyArgs()...)
-		return startProcess(t, proxyBin, args...).url
+		return startProcess(t, proxyBin, args...).URL
 	}},
 	{"middleware", func(t *testing.T, up upstream, k kit) string {
 		return startInProcess(t, memstore.New(memstore.Options{}), up, k.options())
@@ -214,7 +147,7 @@ func redisStore(t *testing.T) string {
 // httputil.ReverseProxy to up, in this process.
 func startInProcess(t *testing.T, index idempotency.KeyIndex, up upstream, opts middleware.Options) string {
 	t.Helper()
-	target, err := url.Parse(up.url)
+	target, err := url.Parse(up.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,8 +56,8 @@ func TestTwoSidecarsOnePostgresLeaseRace(t *testing.T) {
 	})
 	up := startUpstream(t, "-no-streaming")
 	sidecar := func() string {
-		return startProcess(t, bin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", dsn,
-			"-table", table, "-log-level", "ERROR", "-lease", raceLease.String(), "-replay-wait", "100ms").url
+		return startProcess(t, bin, "-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "", "-store", dsn,
+			"-table", table, "-log-level", "ERROR", "-lease", raceLease.String(), "-replay-wait", "100ms").URL
 	}
 	race := sendtest.LeaseRace{First: sidecar(), Retry: sidecar(), Trials: 100, Run: raceRun,
 		Text: func(i int) string { return fmt.Sprintf("wait %v trial %d", raceRun, i) },
@@ -102,11 +102,12 @@ func TestTwoProcessesOnePostgresLeaseRace(t *testing.T) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	example := func() string {
-		return startProcessURL(t, func(line string) (string, bool) {
+		cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-store", u.String(), "-delay", raceRun.String(), "-reply", "message",
+			"-lease", raceLease.String())
+		return testkit.StartProcess(t, cmd, func(line string) (string, bool) {
 			card, ok := strings.CutPrefix(line, "agent card:")
 			return strings.TrimSuffix(strings.TrimSpace(card), "/.well-known/agent-card.json"), ok
-		}, bin, "-addr", "127.0.0.1:0", "-store", u.String(), "-delay", raceRun.String(), "-reply", "message",
-			"-lease", raceLease.String()).url
+		}).URL
 	}
 	a, b := example(), example()
 	race := sendtest.LeaseRace{First: a, Retry: b, Trials: 100, Run: raceRun,
@@ -228,9 +229,9 @@ func TestUpstreamTimeoutKeepsKeyPending(t *testing.T) {
 		bin = b
 	}
 	up := startUpstream(t, "-no-streaming")
-	base := startProcess(t, bin, "-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "",
+	base := startProcess(t, bin, "-upstream", up.URL, "-listen", "127.0.0.1:0", "-admin", "",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-log-level", "ERROR", "-replay-wait", "100ms",
-		"-upstream-header-timeout", "300ms").url
+		"-upstream-header-timeout", "300ms").URL
 	for _, b := range sendtest.Bindings {
 		m := sendtest.NewMsg(b, false, "wait 1500ms hop "+string(b))
 		first, err := sendtest.Send(context.Background(), base, m)

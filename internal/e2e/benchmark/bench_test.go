@@ -140,17 +140,11 @@ type target struct {
 // start starts a server configured by cfg, closed when b ends.
 func start(b *testing.B, sh shape, cfg testkit.Config) *target {
 	b.Helper()
-	srv, err := testkit.Start(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := testkit.NewServer(b, cfg)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4 * sh.conc
 	tr.DisableCompression = true
-	b.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-	})
+	b.Cleanup(tr.CloseIdleConnections) // before NewServer's cleanup closes the server
 	return &target{sh: sh, srv: srv, c: &wireclient.Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: tr}}}
 }
 

@@ -1,7 +1,6 @@
 package cost_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -105,7 +104,7 @@ type proc struct {
 	name  string
 	url   string
 	debug string // base URL of its debug listener
-	cmd   *exec.Cmd
+	pid   int
 }
 
 // freeAddr returns a loopback address nobody listens on.
@@ -120,51 +119,20 @@ func freeAddr(t *testing.T) string {
 
 // startProc starts bin and waits for the line of its standard output that names
 // the URL it listens at.
-func startProc(t *testing.T, name, bin string, logs io.Writer, args ...string) *proc {
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	debug := freeAddr(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "A2A_COST_DEBUG_ADDR="+debug)
-	cmd.Stderr = logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening http://"); ok {
-				found <- "http://" + strings.TrimRight(strings.Fields(rest)[0], ",")
-				break
-			}
-		}
-		close(found)
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case u, ok := <-found:
-		if !ok {
-			t.Fatalf("%s did not start (its log is above)", name)
-		}
-		return &proc{name: name, url: u, debug: "http://" + debug, cmd: cmd}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start within 30s", name)
-	}
-	return nil
+	cmd.Stderr = os.Stderr // an *os.File: the processes write to it directly, each Write whole
+	c := testkit.StartProcess(t, cmd, nil)
+	return &proc{name: name, url: c.URL, debug: "http://" + debug, pid: c.Process.Pid}
 }
 
 // cpu returns the CPU time the process's threads have run, from the scheduler's
 // per-thread accounting (nanoseconds, unlike /proc/<pid>/stat's clock ticks).
 func (p *proc) cpu(t *testing.T) time.Duration {
-	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	dir := fmt.Sprintf("/proc/%d/task", p.pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("%s: %v", p.name, err)
@@ -332,7 +300,6 @@ func TestProcessCost(t *testing.T) {
 	rounds := costEnv("IDEMPOTENCY_COST_ROUNDS", 3)
 	conc := costEnv("IDEMPOTENCY_COST_CONC", 8)
 	dir := t.TempDir()
-	logs := &lockedWriter{w: os.Stderr}
 
 	const proxyPkg = "github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy"
 	upBin := buildWithDebug(t, dir, "github.com/a2akit/idempotency/internal/e2e/upstream", "", nil)
@@ -353,12 +320,12 @@ func TestProcessCost(t *testing.T) {
 		baseBin = buildWithDebug(t, dir, proxyPkg, "proxy-baseline", ov.Replace)
 	}
 
-	up := startProc(t, "upstream", upBin, logs)
-	hop := startProc(t, "hop", hopBin, logs, "-upstream", up.url)
+	up := startProc(t, "upstream", upBin)
+	hop := startProc(t, "hop", hopBin, "-upstream", up.url)
 	sidecar := func(bin, name, store, table string, extra ...string) *proc {
 		args := append([]string{"-upstream", up.url, "-listen", "127.0.0.1:0", "-admin", "", "-store", store,
 			"-table", table, "-log-level", "WARN"}, extra...)
-		return startProc(t, name, bin, logs, args...)
+		return startProc(t, name, bin, args...)
 	}
 	sqlite := sidecar(proxyBin, "sidecar-sqlite", filepath.Join(dir, "keys.db"), "idempotency_keys")
 	sqliteOff := sidecar(proxyBin, "sidecar-sqlite-ebOff", filepath.Join(dir, "keys-off.db"), "idempotency_keys", "-early-bind", "off")
@@ -561,16 +528,4 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// lockedWriter serializes the processes' logs.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -56,15 +56,11 @@ func TestBadInput(t *testing.T) {
 	// slog.Default; its handler through a2asrv.WithLogger (Config.Logger).
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&a2aLogs, debug)))
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0),
+	srv := testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0),
 		Index:      memstore.New(memstore.Options{}),
 		Middleware: middleware.Options{MaxBodyBytes: maxBody, Logger: slog.New(slog.NewTextHandler(&kitLogs, debug))},
 		Logger:     slog.New(slog.NewTextHandler(&a2aLogs, debug)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
 	c := &wireclient.Client{BaseURL: srv.URL}
 
 	valid := `"` + idempotency.NewKey() + `"`

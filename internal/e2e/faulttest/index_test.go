@@ -28,12 +28,26 @@ func (m mode) String() string { return fmt.Sprintf("%s/streaming=%t", m.binding,
 // startKit starts an echo server behind the kit over ix, closed when t ends.
 func startKit(t *testing.T, ix idempotency.KeyIndex, opts middleware.Options) *testkit.Running {
 	t.Helper()
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
-	if err != nil {
-		t.Fatal(err)
+	return testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0), Index: ix, Middleware: opts})
+}
+
+// sendTwice sends s, and sends it again wait later while the first send is in
+// flight; it returns both answers.
+func sendTwice(t *testing.T, c *wireclient.Client, s wireclient.Send, wait time.Duration) (first, retry wireclient.Answer) {
+	t.Helper()
+	firstc := make(chan wireclient.Answer, 1)
+	go func() { firstc <- do(t, c, s) }()
+	time.Sleep(wait)
+	retry = do(t, c, s)
+	return <-firstc, retry
+}
+
+// wantOneRun fails t unless the agent of srv ran exactly once.
+func wantOneRun(t *testing.T, srv *testkit.Running) {
+	t.Helper()
+	if n := srv.Runs(); n != 1 {
+		t.Errorf("the agent ran %d times, want 1", n)
 	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
 }
 
 var sends atomic.Int64
@@ -139,9 +153,7 @@ func TestBindRetriedOnceIndexHeals(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
@@ -158,11 +170,7 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 			srv := startKit(t, ix, middleware.Options{})
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(100 * time.Millisecond)
-			retry := do(t, c, s)
-			other := <-first
+			other, retry := sendTwice(t, c, s, 100*time.Millisecond)
 			kinds := map[wireclient.Kind]int{retry.Kind: 1}
 			kinds[other.Kind]++
 			if kinds[wireclient.Task] != 1 || kinds[wireclient.Unavailable] != 1 {
@@ -173,9 +181,7 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 					t.Errorf("503 without Retry-After")
 				}
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }
@@ -185,36 +191,8 @@ func TestLookupFailsWhileRetryWaits(t *testing.T) {
 // the Message only when the agent yields it): the retry must get the Message (or 409,
 // in flight), never TaskNotFound, since no task will ever exist and the Message comes.
 func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.String(), func(t *testing.T) {
-			srv, err := testkit.Start(testkit.Config{
-				// The agent works 300ms before it answers.
-				Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(300 * time.Millisecond) }},
-				Index: memstore.New(memstore.Options{}),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			c := &wireclient.Client{BaseURL: srv.URL}
-			s := newSend(m, true)
-			s.Text = "reply please"
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(100 * time.Millisecond)
-			retry := do(t, c, s)
-			f := <-first
-			if f.Kind != wireclient.Message {
-				t.Fatalf("first attempt: %v", f)
-			}
-			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Message || retry.MessageID != f.MessageID) {
-				t.Errorf("retry while the agent works: %v; want message %s (or 409)", retry, f.MessageID)
-			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
-		})
-	}
+	// The agent works 300ms before it answers.
+	retryWhileAgentWorks(t, 300*time.Millisecond, 0, 100*time.Millisecond, "reply please", wireclient.Message)
 }
 
 // A retry of a send whose agent takes longer than the lease before its first event
@@ -223,34 +201,40 @@ func TestRetryWhileMessageReplyIsRecorded(t *testing.T) {
 // TaskNotFound, since the task is coming. Past the lease, the middleware learns that
 // from a subscription to the running execution.
 func TestRetryBeforeSlowFirstEvent(t *testing.T) {
+	// The agent works 900ms before its first event.
+	retryWhileAgentWorks(t, 900*time.Millisecond, 500*time.Millisecond, 600*time.Millisecond, "", wireclient.Task)
+}
+
+// retryWhileAgentWorks sends a keyed message in every mode (with text when not
+// empty) to a server (middleware lease: lease, zero the default) whose agent works
+// work before its first event or its reply, and retries it wait later: the first
+// send must be answered want, and the retry the same answer or 409 (in flight),
+// never TaskNotFound; the agent runs once.
+func retryWhileAgentWorks(t *testing.T, work, lease, wait time.Duration, text string, want wireclient.Kind) {
+	id := func(a wireclient.Answer) string { return a.TaskID }
+	if want == wireclient.Message {
+		id = func(a wireclient.Answer) string { return a.MessageID }
+	}
 	for _, m := range modes {
 		t.Run(m.String(), func(t *testing.T) {
-			srv, err := testkit.Start(testkit.Config{
-				// The agent works 900ms before its first event.
-				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(900 * time.Millisecond) }},
+			srv := testkit.NewServer(t, testkit.Config{
+				Agent:      &testkit.Agent{ReplyPrefix: "reply", OnRun: func(context.Context, *a2asrv.ExecutorContext) { time.Sleep(work) }},
 				Index:      memstore.New(memstore.Options{}),
-				Middleware: middleware.Options{Lease: 500 * time.Millisecond},
+				Middleware: middleware.Options{Lease: lease},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
 			c := &wireclient.Client{BaseURL: srv.URL}
 			s := newSend(m, true)
-			first := make(chan wireclient.Answer, 1)
-			go func() { first <- do(t, c, s) }()
-			time.Sleep(600 * time.Millisecond)
-			retry := do(t, c, s)
-			f := <-first
-			if f.Kind != wireclient.Task {
+			if text != "" {
+				s.Text = text
+			}
+			f, retry := sendTwice(t, c, s, wait)
+			if f.Kind != want {
 				t.Fatalf("first attempt: %v", f)
 			}
-			if retry.Kind != wireclient.InFlight && (retry.Kind != wireclient.Task || retry.TaskID != f.TaskID) {
-				t.Errorf("retry while the agent works: %v; want task %s (or 409)", retry, f.TaskID)
+			if retry.Kind != wireclient.InFlight && (retry.Kind != want || id(retry) != id(f)) {
+				t.Errorf("retry while the agent works: %v; want %v (or 409)", retry, f)
 			}
-			if n := srv.Runs(); n != 1 {
-				t.Errorf("the agent ran %d times, want 1", n)
-			}
+			wantOneRun(t, srv)
 		})
 	}
 }

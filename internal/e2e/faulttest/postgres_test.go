@@ -137,12 +137,8 @@ func TestPostgresCutMidLoad(t *testing.T) {
 	})
 	// A short lease: a claim whose statement committed while its answer was cut off is
 	// taken over by a retry after it.
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(5 * time.Millisecond), Index: ix,
+	srv := testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(5 * time.Millisecond), Index: ix,
 		Middleware: middleware.Options{Lease: time.Second, IndexTimeout: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
 
 	// The load runs for its whole Duration (Requests does not bound it first), and the
 	// cuts fall inside it.

@@ -30,15 +30,10 @@ func long() bool { return os.Getenv(longVar) != "" }
 func serve(t *testing.T, kind string, delay time.Duration) *testkit.Running {
 	t.Helper()
 	ix := testdb.ForTest(t, kind, 32)
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(delay),
+	return testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(delay),
 		Index:      ix,
 		Middleware: middleware.Options{Lease: 5 * time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
 }
 
 func report(t *testing.T, rep *loadtest.Report) {
@@ -140,11 +135,7 @@ func TestBurst(t *testing.T) {
 // The checks catch a server that does not deduplicate: the bare server runs every
 // duplicate.
 func TestLoadCatchesDoubleRuns(t *testing.T) {
-	srv, err := testkit.Start(testkit.Config{Agent: testkit.Echo(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkit.NewServer(t, testkit.Config{Agent: testkit.Echo(0)})
 	rep, err := loadtest.Run(context.Background(), loadtest.Config{BaseURL: srv.URL, Clients: 4, Requests: 100,
 		Duplicates: 0.5, Drops: -1, Conflicts: -1})
 	if err != nil {

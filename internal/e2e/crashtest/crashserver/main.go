@@ -30,7 +30,6 @@ import (
 
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
-	"github.com/a2akit/idempotency/middleware"
 )
 
 func main() {
@@ -41,33 +40,24 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:0", "`host:port` to listen on")
-	dsn := flag.String("db", "", "the database: a SQLite file `path` or a postgres:// DSN")
-	runsPath := flag.String("runs", "", "`file` the agent appends a line to as each run starts")
-	name := flag.String("name", "server", "the `name` of this process in the run file")
-	lease := flag.Duration("lease", time.Second, "the middleware's lease")
-	runLease := flag.Duration("run-lease", time.Second, "a2atasks' run lease")
-	replayWait := flag.Duration("replay-wait", 200*time.Millisecond, "the middleware's ReplayWait")
+	var srv testdb.TaskServer
+	srv.Flags(time.Second, time.Second, 200*time.Millisecond)
 	delay := flag.Duration("delay", 30*time.Millisecond, "the longest the agent works on a task")
-	sole := flag.Bool("sole", false, "the only server on the database: end what its predecessor left at once")
 	flag.Parse()
-	if *dsn == "" || *runsPath == "" {
-		return fmt.Errorf("-db and -runs are required")
-	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runs, err := os.OpenFile(*runsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	db, keys, tasks, err := testdb.OpenTaskStores(context.Background(), *dsn, 0, *runLease, *sole, logger)
+	db, keys, tasks, err := srv.Open(context.Background(), 0, logger)
 	if err != nil {
 		return err
 	}
 	db.SetMaxOpenConns(16)
+	runs, err := os.OpenFile(srv.Runs, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
 
 	agent := &testkit.Agent{Delay: *delay, Jitter: true}
 	agent.OnRun = func(_ context.Context, ec *a2asrv.ExecutorContext) {
-		line := ec.Message.ID + " " + *name + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n"
+		line := ec.Message.ID + " " + srv.Name + " " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n"
 		if _, err := runs.WriteString(line); err != nil {
 			fmt.Fprintln(os.Stderr, "recording a run:", err)
 			os.Exit(3)
@@ -81,12 +71,5 @@ func run() error {
 		}
 		return nil, nil
 	}
-	return testkit.ServeCommand(*addr, testkit.Config{
-		Agent:      agent,
-		Index:      keys,
-		TaskStore:  tasks,
-		TaskReader: true,
-		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
-		Logger:     logger,
-	})
+	return testkit.ServeCommand(srv.Addr, srv.Config(agent, keys, tasks, logger))
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/internal/testkit/testdb"
-	"github.com/a2akit/idempotency/middleware"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
 
@@ -45,29 +44,20 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:0", "`host:port` to listen on")
-	dsn := flag.String("db", "", "the database: a SQLite file `path` or a postgres:// DSN")
-	runsPath := flag.String("runs", "", "`file` the agent appends \"<message id> <name>\" to as each run starts")
-	name := flag.String("name", "server", "the `name` in X-Replica and in the run file")
-	lease := flag.Duration("lease", 10*time.Second, "the middleware's lease")
-	replayWait := flag.Duration("replay-wait", 500*time.Millisecond, "the middleware's ReplayWait")
-	sole := flag.Bool("sole", false, "the only server on the database: a2atasks' Restarted before serving, and the middleware's SoleInstance")
-	runLease := flag.Duration("run-lease", 2*time.Second, "a2atasks' run lease")
+	var srv testdb.TaskServer
+	srv.Flags(10*time.Second, 2*time.Second, 500*time.Millisecond)
 	work := flag.Duration("work", time.Second, "how long the agent works on a task")
 	hold := flag.Duration("hold", time.Minute, "how long the agent waits before the first event of a message whose text begins with \"hold\"")
 	retention := flag.Duration("retention", time.Hour, "terminal task retention (and the keys' time to live)")
 	sweep := flag.Duration("sweep", time.Minute, "how often the retention sweep runs")
 	flag.Parse()
-	if *dsn == "" || *runsPath == "" {
-		return fmt.Errorf("-db and -runs are required")
-	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	onRun, err := testkit.RunFile(*runsPath, *name)
+	ctx := context.Background()
+	_, keys, tasks, err := srv.Open(ctx, *retention, logger)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	_, keys, tasks, err := testdb.OpenTaskStores(ctx, *dsn, *retention, *runLease, *sole, logger)
+	onRun, err := testkit.RunFile(srv.Runs, srv.Name)
 	if err != nil {
 		return err
 	}
@@ -83,20 +73,14 @@ func run() error {
 			}
 		}
 	}
-	return testkit.ServeCommand(*addr, testkit.Config{
-		Agent:      agent,
-		Index:      keys,
-		TaskStore:  tasks,
-		TaskReader: true,
-		Middleware: middleware.Options{Lease: *lease, ReplayWait: *replayWait, SoleInstance: *sole, Logger: logger},
-		Logger:     logger,
-		Wrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("X-Replica", *name)
-				next.ServeHTTP(w, r)
-			})
-		},
-	})
+	cfg := srv.Config(agent, keys, tasks, logger)
+	cfg.Wrap = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Replica", srv.Name)
+			next.ServeHTTP(w, r)
+		})
+	}
+	return testkit.ServeCommand(srv.Addr, cfg)
 }
 
 // sweepEvery runs the retention sweep over tasks and keys every interval.
