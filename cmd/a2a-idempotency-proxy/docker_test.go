@@ -237,7 +237,7 @@ func TestDockerEntrypoint(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	go io.Copy(logs, stderr)
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)

@@ -20,23 +20,10 @@ import (
 	"github.com/a2akit/idempotency/internal/testkit"
 )
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
-
 // sidecar is the proxy run in-process by run, as main runs it.
 type sidecar struct {
 	url, admin string
-	logs       *syncBuffer
+	logs       *testkit.Buffer
 }
 
 // startSidecar runs the proxy with args after defaults for a test (free loopback
@@ -45,7 +32,7 @@ func startSidecar(t *testing.T, env map[string]string, args ...string) *sidecar 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	done := make(chan error, 1)
 	args = append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
 		"-store", filepath.Join(t.TempDir(), "keys.db"), "-sweep-interval", "0"}, args...)
