@@ -67,6 +67,20 @@ func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) 
 	return c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
 }
 
+// completedOnce fails t unless res is a completed task and the agent ran once; it
+// returns the task.
+func completedOnce(t *testing.T, res a2a.SendMessageResult, agent *testkit.Agent) *a2a.Task {
+	t.Helper()
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("keyed send returned %#v, want a completed task", res)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+	return task
+}
+
 // The proxy forwards the first send and drops the connection instead of answering.
 // The client, which learned from the card that the server honours keys, keys the send
 // itself and retries it: the agent runs once and the caller gets the task.
@@ -83,13 +97,7 @@ func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
 			if err != nil {
 				t.Fatalf("keyed send through a dropping proxy: %v", err)
 			}
-			task, ok := res.(*a2a.Task)
-			if !ok || task.Status.State != a2a.TaskStateCompleted {
-				t.Fatalf("keyed send returned %#v, want a completed task", res)
-			}
-			if n := agent.Runs(); n != 1 {
-				t.Errorf("agent ran %d times, want 1", n)
-			}
+			task := completedOnce(t, res, agent)
 			if n := proxy.Posts(); n != 2 {
 				t.Errorf("%d sends reached the proxy, want 2 (the lost one and its retry)", n)
 			}
@@ -172,12 +180,7 @@ func TestAssertedPeerRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("keyed send through a dropping proxy: %v", err)
 	}
-	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("keyed send returned %#v, want a completed task", res)
-	}
-	if n := agent.Runs(); n != 1 {
-		t.Errorf("agent ran %d times, want 1", n)
-	}
+	completedOnce(t, res, agent)
 }
 
 // A refusal is not retried: the same key on a different message is refused with
@@ -227,12 +230,7 @@ func TestUnavailableIndexRetried(t *testing.T) {
 			if err != nil {
 				t.Fatalf("keyed send against a briefly unavailable index: %v", err)
 			}
-			if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-				t.Errorf("keyed send returned %#v, want a completed task", res)
-			}
-			if n := agent.Runs(); n != 1 {
-				t.Errorf("agent ran %d times, want 1", n)
-			}
+			completedOnce(t, res, agent)
 		})
 	}
 }
@@ -282,12 +280,7 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("send after the first attempt finished returned %#v, want the completed task", res)
-	}
-	if n := agent.Runs(); n != 1 {
-		t.Errorf("agent ran %d times, want 1", n)
-	}
+	completedOnce(t, res, agent)
 }
 
 // A streaming send whose connection drops after its first event: the client re-sends
