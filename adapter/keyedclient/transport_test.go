@@ -61,6 +61,20 @@ func keyedClient(t *testing.T, baseURL string, binding a2a.TransportProtocol, op
 	return c
 }
 
+// proxied starts an agent behind keyedServer over a memstore, a testkit.Proxy in front
+// of it losing the answers lose picks, and a keyed client of binding through the
+// proxy retrying fast.
+func proxied(t *testing.T, binding a2a.TransportProtocol, lose func(n int) bool) (*testkit.Agent, *testkit.Proxy, *a2aclient.Client) {
+	t.Helper()
+	agent := &testkit.Agent{}
+	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+	proxy := testkit.NewProxy(t, srv.URL, lose)
+	return agent, proxy, keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+}
+
+// loseFirst loses the answer to the first request.
+func loseFirst(n int) bool { return n == 1 }
+
 var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
 
 func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) {
@@ -87,10 +101,7 @@ func completedOnce(t *testing.T, res a2a.SendMessageResult, agent *testkit.Agent
 func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			agent, proxy, c := proxied(t, binding, loseFirst)
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
 			res, err := send(c, msg)
@@ -118,7 +129,7 @@ func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 		t.Run(string(binding), func(t *testing.T) {
 			agent := &testkit.Agent{}
 			srv := testkit.NewServer(t, testkit.Config{Executor: agent})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
@@ -149,7 +160,7 @@ func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 	agent := &testkit.Agent{}
 	srv := testkit.NewServer(t, testkit.Config{Executor: agent})
-	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
@@ -169,7 +180,7 @@ func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 func TestAssertedPeerRetried(t *testing.T) {
 	agent := &testkit.Agent{}
 	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 	c, err := a2aclient.NewFromEndpoints(context.Background(),
 		[]*a2a.AgentInterface{a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
 		keyedclient.FactoryOptions(keyedclient.Options{PeerHonoursKeys: true, Retry: fast})...)
@@ -188,10 +199,7 @@ func TestAssertedPeerRetried(t *testing.T) {
 func TestRefusalNotRetried(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(int) bool { return false })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			_, proxy, c := proxied(t, binding, func(int) bool { return false })
 
 			key := idempotency.NewKey()
 			first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first"))
@@ -289,10 +297,7 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 func TestStreamDroppedAfterFirstEventReattaches(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			agent, proxy, c := proxied(t, binding, loseFirst)
 
 			var events []a2a.Event
 			for ev, err := range c.SendStreamingMessage(context.Background(), &a2a.SendMessageRequest{
