@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
@@ -32,44 +31,12 @@ func check(t *testing.T, url string, opts servercheck.Options) *servercheck.Repo
 	return rep
 }
 
-// runCounter counts the agent's runs by message text.
-type runCounter struct {
-	mu   sync.Mutex
-	runs map[string]int
-}
-
-func (c *runCounter) onRun(_ context.Context, ec *a2asrv.ExecutorContext) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.runs == nil {
-		c.runs = map[string]int{}
-	}
-	if ec.Message != nil && len(ec.Message.Parts) > 0 {
-		c.runs[ec.Message.Parts[0].Text()]++
-	}
-}
-
 // checkRuns fails t unless every keyed message the checker sent ran at most once,
-// and the first attempt whose answer the checker lost ran exactly once (its retries
-// were answered from it, not run anew). Unkeyed sends and sends keyed by the header
-// alone (which the kit does not honour yet) may run twice.
-func (c *runCounter) checkRuns(t *testing.T, interfaces int) {
+// and the first attempt whose answer the checker lost ran exactly once on each of
+// the interfaces (its retries were answered from it, not run anew).
+func checkRuns(t *testing.T, runs *testkit.CheckerRuns, interfaces int) {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	lost := 0
-	for text, n := range c.runs {
-		if strings.Contains(text, "(unkeyed") || strings.Contains(text, "(header-carrier") {
-			continue
-		}
-		if n > 1 {
-			t.Errorf("the agent ran %d times for %q, a keyed message", n, text)
-		}
-		if strings.Contains(text, "(lost-answer") {
-			lost += n
-		}
-	}
-	if lost != interfaces {
+	if lost := runs.KeyedOnce(t); lost != interfaces {
 		t.Errorf("the agent ran %d times for the messages whose first answer was lost, want once on each of %d interfaces", lost, interfaces)
 	}
 }
@@ -89,9 +56,9 @@ func statuses(rep *servercheck.Report) map[string]servercheck.Status {
 // of a real a2a-go server passes every check it claims, on JSON-RPC and HTTP+JSON,
 // and the agent's own run counts agree with what the checker inferred.
 func TestKitPasses(t *testing.T) {
-	var runs runCounter
+	var runs testkit.CheckerRuns
 	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
-		Agent: &testkit.Agent{Delay: 300 * time.Millisecond, OnRun: runs.onRun}})
+		Agent: &testkit.Agent{Delay: 300 * time.Millisecond, OnRun: runs.OnRun}})
 	rep := check(t, srv.URL, servercheck.Options{AgentDelay: 300 * time.Millisecond})
 	if !rep.OK() {
 		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
@@ -113,15 +80,15 @@ func TestKitPasses(t *testing.T) {
 		t.Errorf("the run sent %d requests for two interfaces, want at most 150", rep.Requests)
 	}
 	srv.Close() // the agent's runs are all counted
-	runs.checkRuns(t, 2)
+	checkRuns(t, &runs, 2)
 }
 
 // TestKitMessageReplies: against an agent that answers with Messages, the retries
 // get the same Message.
 func TestKitMessageReplies(t *testing.T) {
-	var runs runCounter
+	var runs testkit.CheckerRuns
 	srv := testkit.NewServer(t, testkit.Config{Index: memstore.New(memstore.Options{}),
-		Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: runs.onRun}})
+		Agent: &testkit.Agent{ReplyPrefix: "reply", OnRun: runs.OnRun}})
 	rep := check(t, srv.URL, servercheck.Options{Text: "reply please"})
 	if !rep.OK() {
 		t.Fatalf("verdict %s, want pass; failed: %+v", rep.Verdict, rep.Failed())
@@ -132,7 +99,7 @@ func TestKitMessageReplies(t *testing.T) {
 			t.Errorf("check %s: %s, want pass", id, st[id])
 		}
 	}
-	runs.checkRuns(t, 2)
+	checkRuns(t, &runs, 2)
 }
 
 // TestBareA2AGoNotAdvertised: a2a-go alone does not list the extension; the checker

@@ -61,10 +61,38 @@ func keyedClient(t *testing.T, baseURL string, binding a2a.TransportProtocol, op
 	return c
 }
 
+// proxied starts an agent behind keyedServer over a memstore, a testkit.Proxy in front
+// of it losing the answers lose picks, and a keyed client of binding through the
+// proxy retrying fast.
+func proxied(t *testing.T, binding a2a.TransportProtocol, lose func(n int) bool) (*testkit.Agent, *testkit.Proxy, *a2aclient.Client) {
+	t.Helper()
+	agent := &testkit.Agent{}
+	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
+	proxy := testkit.NewProxy(t, srv.URL, lose)
+	return agent, proxy, keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+}
+
+// loseFirst loses the answer to the first request.
+func loseFirst(n int) bool { return n == 1 }
+
 var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
 
 func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) {
 	return c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+}
+
+// completedOnce fails t unless res is a completed task and the agent ran once; it
+// returns the task.
+func completedOnce(t *testing.T, res a2a.SendMessageResult, agent *testkit.Agent) *a2a.Task {
+	t.Helper()
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("keyed send returned %#v, want a completed task", res)
+	}
+	if n := agent.Runs(); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+	return task
 }
 
 // The proxy forwards the first send and drops the connection instead of answering.
@@ -73,23 +101,14 @@ func send(c *a2aclient.Client, msg *a2a.Message) (a2a.SendMessageResult, error) 
 func TestDroppedResponseRetriedWithSameKey(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			agent, proxy, c := proxied(t, binding, loseFirst)
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
 			res, err := send(c, msg)
 			if err != nil {
 				t.Fatalf("keyed send through a dropping proxy: %v", err)
 			}
-			task, ok := res.(*a2a.Task)
-			if !ok || task.Status.State != a2a.TaskStateCompleted {
-				t.Fatalf("keyed send returned %#v, want a completed task", res)
-			}
-			if n := agent.Runs(); n != 1 {
-				t.Errorf("agent ran %d times, want 1", n)
-			}
+			task := completedOnce(t, res, agent)
 			if n := proxy.Posts(); n != 2 {
 				t.Errorf("%d sends reached the proxy, want 2 (the lost one and its retry)", n)
 			}
@@ -110,7 +129,7 @@ func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 		t.Run(string(binding), func(t *testing.T) {
 			agent := &testkit.Agent{}
 			srv := testkit.NewServer(t, testkit.Config{Executor: agent})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+			proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
 
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("once"))
@@ -141,7 +160,7 @@ func TestNoRetryWithoutExtensionInCard(t *testing.T) {
 func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 	agent := &testkit.Agent{}
 	srv := testkit.NewServer(t, testkit.Config{Executor: agent})
-	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 	c := keyedClient(t, proxy.URL, a2a.TransportProtocolJSONRPC, keyedclient.Options{Retry: fast})
 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
@@ -161,7 +180,7 @@ func TestCallerKeyedSendNotRetriedWithoutExtension(t *testing.T) {
 func TestAssertedPeerRetried(t *testing.T) {
 	agent := &testkit.Agent{}
 	srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-	proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
+	proxy := testkit.NewProxy(t, srv.URL, loseFirst)
 	c, err := a2aclient.NewFromEndpoints(context.Background(),
 		[]*a2a.AgentInterface{a2a.NewAgentInterface(proxy.URL+"/jsonrpc", a2a.TransportProtocolJSONRPC)},
 		keyedclient.FactoryOptions(keyedclient.Options{PeerHonoursKeys: true, Retry: fast})...)
@@ -172,12 +191,7 @@ func TestAssertedPeerRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("keyed send through a dropping proxy: %v", err)
 	}
-	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("keyed send returned %#v, want a completed task", res)
-	}
-	if n := agent.Runs(); n != 1 {
-		t.Errorf("agent ran %d times, want 1", n)
-	}
+	completedOnce(t, res, agent)
 }
 
 // A refusal is not retried: the same key on a different message is refused with
@@ -185,10 +199,7 @@ func TestAssertedPeerRetried(t *testing.T) {
 func TestRefusalNotRetried(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(int) bool { return false })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			_, proxy, c := proxied(t, binding, func(int) bool { return false })
 
 			key := idempotency.NewKey()
 			first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("first"))
@@ -227,12 +238,7 @@ func TestUnavailableIndexRetried(t *testing.T) {
 			if err != nil {
 				t.Fatalf("keyed send against a briefly unavailable index: %v", err)
 			}
-			if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-				t.Errorf("keyed send returned %#v, want a completed task", res)
-			}
-			if n := agent.Runs(); n != 1 {
-				t.Errorf("agent ran %d times, want 1", n)
-			}
+			completedOnce(t, res, agent)
 		})
 	}
 }
@@ -282,12 +288,7 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("send after the first attempt finished returned %#v, want the completed task", res)
-	}
-	if n := agent.Runs(); n != 1 {
-		t.Errorf("agent ran %d times, want 1", n)
-	}
+	completedOnce(t, res, agent)
 }
 
 // A streaming send whose connection drops after its first event: the client re-sends
@@ -296,10 +297,7 @@ func TestInFlightConflictRetriedThenGivenUp(t *testing.T) {
 func TestStreamDroppedAfterFirstEventReattaches(t *testing.T) {
 	for _, binding := range bindings {
 		t.Run(string(binding), func(t *testing.T) {
-			agent := &testkit.Agent{}
-			srv := keyedServer(t, agent, memstore.New(memstore.Options{}), middleware.Options{})
-			proxy := testkit.NewProxy(t, srv.URL, func(n int) bool { return n == 1 })
-			c := keyedClient(t, proxy.URL, binding, keyedclient.Options{Retry: fast})
+			agent, proxy, c := proxied(t, binding, loseFirst)
 
 			var events []a2a.Event
 			for ev, err := range c.SendStreamingMessage(context.Background(), &a2a.SendMessageRequest{

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +22,8 @@ import (
 // with a2a-go's v0.3 handlers behind the kit is checked in A2A v0.3's wire
 // (message/send, "kind", HTTP+JSON under /v1) and passes.
 func TestKitV03Passes(t *testing.T) {
-	var mu sync.Mutex
-	runs := map[string]int{}
-	agent := &testkit.Agent{Delay: 200 * time.Millisecond, OnRun: func(_ context.Context, ec *a2asrv.ExecutorContext) {
-		mu.Lock()
-		defer mu.Unlock()
-		runs[ec.Message.Parts[0].Text()]++
-	}}
+	var runs testkit.CheckerRuns
+	agent := &testkit.Agent{Delay: 200 * time.Millisecond, OnRun: runs.OnRun}
 	store := testkit.NewStore()
 	rh := a2asrv.NewHandler(adapter.NewExecutor(agent, adapter.Options{}), a2asrv.WithTaskStore(store),
 		a2asrv.WithCallInterceptors(adapter.NewFollowUpBinder(store, adapter.Options{})))
@@ -71,11 +64,5 @@ func TestKitV03Passes(t *testing.T) {
 		}
 	}
 	srv.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	for text, n := range runs {
-		if n > 1 && !strings.Contains(text, "(unkeyed") && !strings.Contains(text, "(header-carrier") {
-			t.Errorf("the agent ran %d times for the keyed message %q", n, text)
-		}
-	}
+	runs.KeyedOnce(t)
 }

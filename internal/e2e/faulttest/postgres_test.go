@@ -1,7 +1,6 @@
 package faulttest_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -172,9 +171,7 @@ func TestPostgresCutMidLoad(t *testing.T) {
 	cancel()
 	<-cutsDone
 	p.restore()
-	var buf bytes.Buffer
-	rep.WriteTo(&buf)
-	t.Log("\n" + buf.String())
+	t.Log("\n" + rep.String())
 	if !rep.OK() {
 		t.Fatalf("%d violations", len(rep.Violations))
 	}

@@ -208,8 +208,15 @@ func (r *Report) Runs() int64 { return r.RunsAfter - r.RunsBefore }
 // OK reports whether every check passed.
 func (r *Report) OK() bool { return len(r.Violations) == 0 }
 
-// WriteTo writes a summary of r.
+// WriteTo writes a summary of r, its String.
 func (r *Report) WriteTo(w io.Writer) (int64, error) {
+	n, err := io.WriteString(w, r.String())
+	return int64(n), err
+}
+
+// String returns a summary of r: the answers, the keys, the agent's runs and the
+// violations.
+func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %d sends in %v (load) + %v (settle)\n", r.Seed, r.Sends, r.LoadTime.Round(time.Millisecond), r.SettleTime.Round(time.Millisecond))
 	kinds := make([]string, 0, len(r.Answers))
@@ -236,8 +243,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 			fmt.Fprintf(&b, "  %s\n", v)
 		}
 	}
-	n, err := io.WriteString(w, b.String())
-	return int64(n), err
+	return b.String()
 }
 
 // maxViolations bounds the violations a Report lists.

@@ -1,7 +1,6 @@
 package loadtest_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -38,9 +37,7 @@ func serve(t *testing.T, kind string, delay time.Duration) *testkit.Running {
 
 func report(t *testing.T, rep *loadtest.Report) {
 	t.Helper()
-	var buf bytes.Buffer
-	rep.WriteTo(&buf)
-	t.Log("\n" + buf.String())
+	t.Log("\n" + rep.String())
 	if !rep.OK() {
 		t.Fatalf("%d violations", len(rep.Violations))
 	}
@@ -141,14 +138,13 @@ func TestLoadCatchesDoubleRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	rep.WriteTo(&buf)
+	summary := rep.String()
 	if rep.OK() {
-		t.Fatalf("no violation against a server that runs every duplicate:\n%s", buf.String())
+		t.Fatalf("no violation against a server that runs every duplicate:\n%s", summary)
 	}
 	for _, want := range []string{"without the extension", "answers for message", "ran more than once"} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("no violation %q in:\n%s", want, buf.String())
+		if !strings.Contains(summary, want) {
+			t.Errorf("no violation %q in:\n%s", want, summary)
 		}
 	}
 }
