@@ -54,6 +54,36 @@ func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	}
 }
 
+// streamToWorking starts a streaming send of msg, takes its first event as the task and
+// waits until the task is working; it returns the stream and the task.
+func streamToWorking(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Message) (<-chan streamItem, *a2a.Task) {
+	t.Helper()
+	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
+	it, _ := next(t, first)
+	task, ok := it.ev.(*a2a.Task)
+	if it.err != nil || !ok {
+		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
+	}
+	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+	return first, task
+}
+
+// drain returns the events left on s until it closes, failing on an error.
+func drain(t *testing.T, s <-chan streamItem, name string) []a2a.Event {
+	t.Helper()
+	var evs []a2a.Event
+	for {
+		it, ok := next(t, s)
+		if !ok {
+			return evs
+		}
+		if it.err != nil {
+			t.Fatalf("%s: %v", name, it.err)
+		}
+		evs = append(evs, it.ev)
+	}
+}
+
 // A streaming retry of a running task gets the task, then its later events live.
 func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 	for _, d := range mwtest.Dialects {
@@ -63,16 +93,10 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			ctx := context.Background()
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
 
-			first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-			it, _ := next(t, first)
-			task, ok := it.ev.(*a2a.Task)
-			if it.err != nil || !ok {
-				t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
-			}
-			mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+			first, task := streamToWorking(t, ctx, c, msg)
 
 			retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
-			it, _ = next(t, retry)
+			it, _ := next(t, retry)
 			got, ok := it.ev.(*a2a.Task)
 			if it.err != nil || !ok || got.ID != task.ID || got.Status.State != a2a.TaskStateWorking {
 				t.Fatalf("retry's first event: %#v, %v; want task %s working", it.ev, it.err, task.ID)
@@ -83,17 +107,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 
 			// Only now does the agent go on: what follows reaches the retry live.
 			h.ReleaseAgents()
-			var later []a2a.Event
-			for {
-				it, ok := next(t, retry)
-				if !ok {
-					break
-				}
-				if it.err != nil {
-					t.Fatalf("retry stream: %v", it.err)
-				}
-				later = append(later, it.ev)
-			}
+			later := drain(t, retry, "retry stream")
 			var artifact bool
 			for _, ev := range later {
 				if a, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok && a.TaskID == task.ID {
@@ -361,32 +375,16 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	c := h.Client(mwtest.JSONRPC10, "", "")
 	ctx := context.Background()
 	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
-	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	it, _ := next(t, first)
-	task, ok := it.ev.(*a2a.Task)
-	if it.err != nil || !ok {
-		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
-	}
-	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+	first, task := streamToWorking(t, ctx, c, msg)
 
 	retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
 	mwtest.Within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
 	h.ReleaseAgents()
-	it, _ = next(t, retry)
+	it, _ := next(t, retry)
 	if got, ok := it.ev.(*a2a.Task); it.err != nil || !ok || got.ID != task.ID {
 		t.Fatalf("retry's first event: %#v, %v; want task %s", it.ev, it.err, task.ID)
 	}
-	var later []a2a.Event
-	for {
-		it, ok := next(t, retry)
-		if !ok {
-			break
-		}
-		if it.err != nil {
-			t.Fatalf("retry stream: %v", it.err)
-		}
-		later = append(later, it.ev)
-	}
+	later := drain(t, retry, "retry stream")
 	if mwtest.FinalState(later) != a2a.TaskStateCompleted {
 		t.Fatalf("retry's later events %v: want the completion", later)
 	}
