@@ -119,9 +119,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			}
 			for range first {
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -210,9 +208,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			if first.err != nil || retry.err != nil || mwtest.TaskOf(first.ev) == "" || mwtest.TaskOf(first.ev) != mwtest.TaskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight, middleware.OutcomeReplayed)
 		})
 	}
@@ -311,9 +307,7 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 			if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
 				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -390,7 +384,5 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	}
 	for range first {
 	}
-	if n := h.Agent.RunsOf(msg.ID); n != 1 {
-		t.Fatalf("agent ran %d times, want 1", n)
-	}
+	h.ExpectRanOnce(t, msg.ID)
 }
