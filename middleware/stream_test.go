@@ -42,6 +42,17 @@ func stream(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReques
 	return out
 }
 
+// firstEvent sends req and returns the answer's first event (nil when there is none)
+// with the send's error.
+func firstEvent(ctx context.Context, c *a2aclient.Client, streaming bool, req *a2a.SendMessageRequest) streamItem {
+	evs, err := mwtest.Send(ctx, c, streaming, req)
+	var ev a2a.Event
+	if len(evs) > 0 {
+		ev = evs[0]
+	}
+	return streamItem{ev, err}
+}
+
 // next returns the next item of s, or fails after a while.
 func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	t.Helper()
@@ -162,14 +173,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold the first attempt")
 
 			firstDone := make(chan streamItem, 1)
-			go func() {
-				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				var ev a2a.Event
-				if len(evs) > 0 {
-					ev = evs[0]
-				}
-				firstDone <- streamItem{ev, err}
-			}()
+			go func() { firstDone <- firstEvent(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}) }()
 			mwtest.Within(t, h.Agent.Started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
@@ -194,14 +198,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			// binds it.
 			looked := idx.arm()
 			retryDone := make(chan streamItem, 1)
-			go func() {
-				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				var ev a2a.Event
-				if len(evs) > 0 {
-					ev = evs[0]
-				}
-				retryDone <- streamItem{ev, err}
-			}()
+			go func() { retryDone <- firstEvent(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}) }()
 			mwtest.Within(t, looked, "the retry's wait")
 			h.ReleaseAgents()
 			first, retry := mwtest.Within(t, firstDone, "first send"), mwtest.Within(t, retryDone, "waiting retry")
@@ -234,12 +231,7 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 				var wg sync.WaitGroup
 				for range concurrent {
 					wg.Go(func() {
-						evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-						var ev a2a.Event
-						if len(evs) > 0 {
-							ev = evs[0]
-						}
-						results <- streamItem{ev, err}
+						results <- firstEvent(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 					})
 				}
 				wg.Wait()
