@@ -106,9 +106,7 @@ func TestCheckContent(t *testing.T) {
 					t.Fatalf("%s retry with other content: %d %s; want the already-held refusal", binding, code, body)
 				}
 			}
-			if n := h.Agent.RunsOf("m-content"); n != 1 {
-				t.Fatalf("the agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, "m-content")
 		})
 	}
 }

@@ -57,9 +57,7 @@ func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
 					t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
 				}
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
 			if e := h.LastEvent(); e.Binding != middleware.ProtocolBinding(m.Binding) || e.Version != middleware.ProtocolVersion(m.Version) || e.Scope != "" {
 				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.Binding, m.Version)
@@ -112,9 +110,7 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 					t.Fatalf("historyLength %v: %d history messages, want %d", deref(tc.historyLength), len(task.History), tc.history)
 				}
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -219,9 +215,7 @@ func TestMessageReplyIsReplayed(t *testing.T) {
 					t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
 				}
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -272,9 +266,7 @@ func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 			if !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -370,9 +362,7 @@ func TestReplayThroughTaskReader(t *testing.T) {
 			if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
 				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -408,9 +398,7 @@ func TestRetryThroughOtherDialect(t *testing.T) {
 						t.Fatalf("retry (streaming=%v): first event %#v, want completed task %s with its artifact and history", streaming, again[0], id)
 					}
 				}
-				if n := h.Agent.RunsOf(msg.ID); n != 1 {
-					t.Fatalf("agent ran %d times, want 1", n)
-				}
+				h.ExpectRanOnce(t, msg.ID)
 
 				// A Message reply recorded through one dialect is stored as v1.0 JSON and
 				// answered in the other's shape.

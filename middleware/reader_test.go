@@ -168,15 +168,8 @@ func agree(s *send, ok bool, want *a2a.SendMessageRequest, wantOK bool) string {
 		}
 		return ""
 	}
-	if s.messageID != want.Message.ID {
-		return "messageId " + s.messageID + " vs " + want.Message.ID
-	}
-	if s.taskID != string(want.Message.TaskID) {
-		return "taskId " + s.taskID + " vs " + string(want.Message.TaskID)
-	}
-	key, keyed, err := idempotency.KeyOf(want.Message.Metadata)
-	if s.keyed != (keyed || err != nil) || s.key != key || !sameError(s.keyErr, err) {
-		return "key " + s.key + " vs " + key
+	if d := agreeKey(s, want); d != "" {
+		return d
 	}
 	var wantHL *int
 	if want.Config != nil {

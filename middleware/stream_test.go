@@ -42,6 +42,17 @@ func stream(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReques
 	return out
 }
 
+// firstEvent sends req and returns the answer's first event (nil when there is none)
+// with the send's error.
+func firstEvent(ctx context.Context, c *a2aclient.Client, streaming bool, req *a2a.SendMessageRequest) streamItem {
+	evs, err := mwtest.Send(ctx, c, streaming, req)
+	var ev a2a.Event
+	if len(evs) > 0 {
+		ev = evs[0]
+	}
+	return streamItem{ev, err}
+}
+
 // next returns the next item of s, or fails after a while.
 func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	t.Helper()
@@ -54,6 +65,36 @@ func next(t *testing.T, s <-chan streamItem) (streamItem, bool) {
 	}
 }
 
+// streamToWorking starts a streaming send of msg, takes its first event as the task and
+// waits until the task is working; it returns the stream and the task.
+func streamToWorking(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Message) (<-chan streamItem, *a2a.Task) {
+	t.Helper()
+	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
+	it, _ := next(t, first)
+	task, ok := it.ev.(*a2a.Task)
+	if it.err != nil || !ok {
+		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
+	}
+	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+	return first, task
+}
+
+// drain returns the events left on s until it closes, failing on an error.
+func drain(t *testing.T, s <-chan streamItem, name string) []a2a.Event {
+	t.Helper()
+	var evs []a2a.Event
+	for {
+		it, ok := next(t, s)
+		if !ok {
+			return evs
+		}
+		if it.err != nil {
+			t.Fatalf("%s: %v", name, it.err)
+		}
+		evs = append(evs, it.ev)
+	}
+}
+
 // A streaming retry of a running task gets the task, then its later events live.
 func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 	for _, d := range mwtest.Dialects {
@@ -63,16 +104,10 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			ctx := context.Background()
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
 
-			first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-			it, _ := next(t, first)
-			task, ok := it.ev.(*a2a.Task)
-			if it.err != nil || !ok {
-				t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
-			}
-			mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+			first, task := streamToWorking(t, ctx, c, msg)
 
 			retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
-			it, _ = next(t, retry)
+			it, _ := next(t, retry)
 			got, ok := it.ev.(*a2a.Task)
 			if it.err != nil || !ok || got.ID != task.ID || got.Status.State != a2a.TaskStateWorking {
 				t.Fatalf("retry's first event: %#v, %v; want task %s working", it.ev, it.err, task.ID)
@@ -83,17 +118,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 
 			// Only now does the agent go on: what follows reaches the retry live.
 			h.ReleaseAgents()
-			var later []a2a.Event
-			for {
-				it, ok := next(t, retry)
-				if !ok {
-					break
-				}
-				if it.err != nil {
-					t.Fatalf("retry stream: %v", it.err)
-				}
-				later = append(later, it.ev)
-			}
+			later := drain(t, retry, "retry stream")
 			var artifact bool
 			for _, ev := range later {
 				if a, ok := ev.(*a2a.TaskArtifactUpdateEvent); ok && a.TaskID == task.ID {
@@ -105,9 +130,7 @@ func TestStreamingRetryFollowsLiveEvents(t *testing.T) {
 			}
 			for range first {
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -150,14 +173,7 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold the first attempt")
 
 			firstDone := make(chan streamItem, 1)
-			go func() {
-				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				var ev a2a.Event
-				if len(evs) > 0 {
-					ev = evs[0]
-				}
-				firstDone <- streamItem{ev, err}
-			}()
+			go func() { firstDone <- firstEvent(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}) }()
 			mwtest.Within(t, h.Agent.Started, "agent start") // claimed, forwarded, and the agent holds
 
 			// Another process with a short wait gives up with 409.
@@ -182,23 +198,14 @@ func TestInFlightRetryWaitsThenConflicts(t *testing.T) {
 			// binds it.
 			looked := idx.arm()
 			retryDone := make(chan streamItem, 1)
-			go func() {
-				evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				var ev a2a.Event
-				if len(evs) > 0 {
-					ev = evs[0]
-				}
-				retryDone <- streamItem{ev, err}
-			}()
+			go func() { retryDone <- firstEvent(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}) }()
 			mwtest.Within(t, looked, "the retry's wait")
 			h.ReleaseAgents()
 			first, retry := mwtest.Within(t, firstDone, "first send"), mwtest.Within(t, retryDone, "waiting retry")
 			if first.err != nil || retry.err != nil || mwtest.TaskOf(first.ev) == "" || mwtest.TaskOf(first.ev) != mwtest.TaskOf(retry.ev) {
 				t.Fatalf("first %v (%v), waiting retry %v (%v): want the same task", first.ev, first.err, retry.ev, retry.err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeInFlight, middleware.OutcomeReplayed)
 		})
 	}
@@ -224,12 +231,7 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 				var wg sync.WaitGroup
 				for range concurrent {
 					wg.Go(func() {
-						evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-						var ev a2a.Event
-						if len(evs) > 0 {
-							ev = evs[0]
-						}
-						results <- streamItem{ev, err}
+						results <- firstEvent(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
 					})
 				}
 				wg.Wait()
@@ -297,9 +299,7 @@ func TestClientGoneForwardGoesOn(t *testing.T) {
 			if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
 				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
 			}
-			if n := h.Agent.RunsOf(msg.ID); n != 1 {
-				t.Fatalf("agent ran %d times, want 1", n)
-			}
+			h.ExpectRanOnce(t, msg.ID)
 		})
 	}
 }
@@ -361,38 +361,20 @@ func TestStreamingRetryWhenSubscriptionStartsWithUpdate(t *testing.T) {
 	c := h.Client(mwtest.JSONRPC10, "", "")
 	ctx := context.Background()
 	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "block until released")
-	first := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
-	it, _ := next(t, first)
-	task, ok := it.ev.(*a2a.Task)
-	if it.err != nil || !ok {
-		t.Fatalf("first stream: %v, %v; want the task", it.ev, it.err)
-	}
-	mwtest.WaitState(t, c, task.ID, a2a.TaskStateWorking)
+	first, task := streamToWorking(t, ctx, c, msg)
 
 	retry := stream(ctx, c, &a2a.SendMessageRequest{Message: msg})
 	mwtest.Within(t, dropper.dropped, "the subscription's first event") // the subscription is attached
 	h.ReleaseAgents()
-	it, _ = next(t, retry)
+	it, _ := next(t, retry)
 	if got, ok := it.ev.(*a2a.Task); it.err != nil || !ok || got.ID != task.ID {
 		t.Fatalf("retry's first event: %#v, %v; want task %s", it.ev, it.err, task.ID)
 	}
-	var later []a2a.Event
-	for {
-		it, ok := next(t, retry)
-		if !ok {
-			break
-		}
-		if it.err != nil {
-			t.Fatalf("retry stream: %v", it.err)
-		}
-		later = append(later, it.ev)
-	}
+	later := drain(t, retry, "retry stream")
 	if mwtest.FinalState(later) != a2a.TaskStateCompleted {
 		t.Fatalf("retry's later events %v: want the completion", later)
 	}
 	for range first {
 	}
-	if n := h.Agent.RunsOf(msg.ID); n != 1 {
-		t.Fatalf("agent ran %d times, want 1", n)
-	}
+	h.ExpectRanOnce(t, msg.ID)
 }

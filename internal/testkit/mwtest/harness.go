@@ -264,6 +264,15 @@ func (h *Harness) ReleaseAgents() {
 	}
 }
 
+// ExpectRanOnce checks that the agent ran the message msgID exactly once. It takes
+// the t of the (sub)test it runs in, which need not be the one h was made with.
+func (h *Harness) ExpectRanOnce(t *testing.T, msgID string) {
+	t.Helper()
+	if n := h.Agent.RunsOf(msgID); n != 1 {
+		t.Fatalf("agent ran message %s %d times, want 1", msgID, n)
+	}
+}
+
 // Outcomes returns the outcomes observed so far.
 func (h *Harness) Outcomes() []middleware.Outcome {
 	h.mu.Lock()
