@@ -94,12 +94,7 @@ func benchClaims(b *testing.B, url string, bound int) {
 				}
 			}
 			b.StopTimer()
-			claims := float64(b.N) / claimTime.Seconds()
-			sets := float64(b.N) / baseTime.Seconds()
-			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(claims, "claims/s")
-			b.ReportMetric(sets, "baseline-setnx/s")
-			b.ReportMetric(claims/sets, "ratio")
+			testkit.ReportClaims(b, claimTime, baseTime, "setnx")
 			b.ReportMetric(float64(claimCPU.Microseconds())/float64(b.N), "cpu-µs/claim")
 			b.ReportMetric(float64(baseCPU.Microseconds())/float64(b.N), "cpu-µs/setnx")
 			b.ReportMetric(float64(baseCPU)/float64(claimCPU), "cpu-ratio")

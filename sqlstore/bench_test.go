@@ -35,12 +35,7 @@ func benchmarkClaims(b *testing.B, open func(testing.TB) *database) {
 			testkit.WarmUp(b, conc, baseline, claim)
 
 			claimTime, baseTime := testkit.Alternate(b, conc, conc, claim, baseline)
-			claims := float64(b.N) / claimTime.Seconds()
-			inserts := float64(b.N) / baseTime.Seconds()
-			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(claims, "claims/s")
-			b.ReportMetric(inserts, "baseline-inserts/s")
-			b.ReportMetric(claims/inserts, "ratio")
+			testkit.ReportClaims(b, claimTime, baseTime, "inserts")
 		})
 	}
 }

@@ -95,3 +95,17 @@ func FreshClaims(ctx context.Context, ix idempotency.KeyIndex, key func(int) str
 		return err
 	}
 }
+
+// ReportClaims reports what SPEC §5 asks of a claim benchmark, from the wall times of
+// b.N claims and of b.N baseline operations: ns/op (the claim's), claims/s, the
+// baseline's operations per second as "baseline-<base>/s", and ratio (claims/s over
+// the baseline's).
+func ReportClaims(b *testing.B, claimTime, baseTime time.Duration, base string) {
+	b.Helper()
+	claims := float64(b.N) / claimTime.Seconds()
+	bases := float64(b.N) / baseTime.Seconds()
+	b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(claims, "claims/s")
+	b.ReportMetric(bases, "baseline-"+base+"/s")
+	b.ReportMetric(claims/bases, "ratio")
+}
