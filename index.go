@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -149,6 +151,20 @@ type KeyIndex interface {
 // are unique per index (not merely per key), so a token from a released claim cannot
 // pass for the token of a later claim of the same key. The zero Token is never issued.
 type Token uint64
+
+// RandomToken returns a fencing token of 63 random bits, never zero. An index that
+// draws its tokens here needs no coordination between the processes sharing its
+// server: two draws collide with probability 2^-63. 63 bits keep the token positive
+// when stored as a signed 64-bit integer (a SQL BIGINT).
+func RandomToken() Token {
+	var b [8]byte
+	for {
+		rand.Read(b[:]) // never fails; see crypto/rand.Read
+		if t := binary.LittleEndian.Uint64(b[:]) >> 1; t != 0 {
+			return Token(t)
+		}
+	}
+}
 
 // ClaimStatus is the outcome of [KeyIndex.Claim].
 type ClaimStatus int

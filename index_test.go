@@ -142,3 +142,19 @@ func TestCheckLengths(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomToken checks what indexes rely on: never zero, 63 bits (positive as a
+// signed 64-bit integer), and distinct across draws.
+func TestRandomToken(t *testing.T) {
+	seen := make(map[idempotency.Token]bool)
+	for range 1000 {
+		tok := idempotency.RandomToken()
+		if tok == 0 || int64(tok) < 0 {
+			t.Fatalf("RandomToken() = %d; want in [1, 2^63)", tok)
+		}
+		if seen[tok] {
+			t.Fatalf("RandomToken() returned %d twice", tok)
+		}
+		seen[tok] = true
+	}
+}

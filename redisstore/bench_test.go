@@ -60,13 +60,7 @@ func benchClaims(b *testing.B, url string, bound int) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			claim := func(i int) error {
-				c, err := store.Claim(ctx, "bench", key(i), "m", time.Minute)
-				if err == nil && c.Status != idempotency.Claimed {
-					err = fmt.Errorf("claim of a fresh key: %v", c.Status)
-				}
-				return err
-			}
+			claim := testkit.FreshClaims(ctx, store, key)
 			base := prefix + "setnx:{b}"
 			baseline := func(i int) error {
 				return rdb.SetNX(ctx, base+key(i), "m", time.Minute).Err()
@@ -76,15 +70,7 @@ func benchClaims(b *testing.B, url string, bound int) {
 				return floorScript.Run(ctx, rdb, []string{floorName + key(i)}, "m").Err()
 			}
 			// Warm the pool up and load the script, so that neither side pays for it.
-			if _, err := testkit.Parallel(conc, 0, conc, baseline); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := testkit.Parallel(conc, 0, conc, claim); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := testkit.Parallel(conc, 0, conc, floor); err != nil {
-				b.Fatal(err)
-			}
+			testkit.WarmUp(b, conc, baseline, claim, floor)
 			b.ResetTimer()
 			const rounds = 10
 			var claimTime, baseTime, floorTime, claimCPU, baseCPU, floorCPU time.Duration
@@ -108,12 +94,7 @@ func benchClaims(b *testing.B, url string, bound int) {
 				}
 			}
 			b.StopTimer()
-			claims := float64(b.N) / claimTime.Seconds()
-			sets := float64(b.N) / baseTime.Seconds()
-			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(claims, "claims/s")
-			b.ReportMetric(sets, "baseline-setnx/s")
-			b.ReportMetric(claims/sets, "ratio")
+			testkit.ReportClaims(b, claimTime, baseTime, "setnx")
 			b.ReportMetric(float64(claimCPU.Microseconds())/float64(b.N), "cpu-µs/claim")
 			b.ReportMetric(float64(baseCPU.Microseconds())/float64(b.N), "cpu-µs/setnx")
 			b.ReportMetric(float64(baseCPU)/float64(claimCPU), "cpu-ratio")

@@ -32,7 +32,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 	case lease <= 0:
 		return idempotency.Claim{}, fmt.Errorf("redisstore: claim: %w: lease %v is not positive", idempotency.ErrInvalidArgument, lease)
 	}
-	token := newToken()
+	token := idempotency.RandomToken()
 	f := rec{m: messageID, k: formatToken(token), relative: true, l: micros(lease), e: s.ttl}
 	now := ""
 	if s.now != nil {

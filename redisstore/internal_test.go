@@ -24,7 +24,7 @@ func TestClaimSentTwice(t *testing.T) {
 	ctx := context.Background()
 	const k = "test-key-sent-twice"
 	set := s.setName("")
-	tok := newToken()
+	tok := idempotency.RandomToken()
 	f := rec{m: "m1", k: formatToken(tok), relative: true, l: micros(time.Minute), e: s.ttl}
 	for i := range 2 {
 		v, err := s.run(ctx, "claim", claimScript, []string{set + k, set}, string(f.pack(nil)), f.m, f.k, micros(time.Minute), s.ttl, k, s.limit)
@@ -77,7 +77,7 @@ func TestSetSentTwice(t *testing.T) {
 		}
 		ctx := context.Background()
 		const k = "test-key-set-sent-twice"
-		tok := newToken()
+		tok := idempotency.RandomToken()
 		f := rec{m: "m1", k: formatToken(tok), relative: true, l: micros(time.Minute), e: s.ttl}
 		if now != nil {
 			n := now().UnixMicro()

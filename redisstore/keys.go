@@ -1,8 +1,6 @@
 package redisstore
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -50,19 +48,6 @@ func checkArgs(scope, key, messageID string, b idempotency.Binding) error {
 		return fmt.Errorf("%w: %w", idempotency.ErrInvalidArgument, err)
 	}
 	return idempotency.CheckLengths(scope, messageID, b)
-}
-
-// newToken returns a fencing token of 63 random bits, never zero, as sqlstore does:
-// random tokens are unique across every process sharing the server without
-// coordination.
-func newToken() idempotency.Token {
-	var b [8]byte
-	for {
-		rand.Read(b[:]) // never fails; see crypto/rand.Read
-		if t := binary.LittleEndian.Uint64(b[:]) >> 1; t != 0 {
-			return idempotency.Token(t)
-		}
-	}
 }
 
 // formatToken returns t as the scripts store it: decimal text, compared as text (Lua

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/conformance"
+	"github.com/a2akit/idempotency/internal/testkit/storetest"
 	"github.com/a2akit/idempotency/redisstore"
 	"github.com/a2akit/idempotency/redisstore/redistest"
 )
@@ -50,82 +51,25 @@ func mustClaim(t *testing.T, s idempotency.KeyIndex, scope, k, msg string, d tim
 	return c
 }
 
-// TestExtend: the owner moves the lease end to exactly now+lease, across handles; a
-// lease that ended, a takeover, a bind or a release fence the token out.
+// TestExtend: storetest.Extend on two clients with a controllable clock; and an
+// extension past the key's TTL is refused.
 func TestExtend(t *testing.T) {
 	clk := conformance.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	a, b, _ := pair(t, redisstore.Options{Now: clk.Now})
-	ctx := context.Background()
-	notOwner := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, idempotency.ErrNotOwner) {
-			t.Errorf("%s = %v, want ErrNotOwner", what, err)
-		}
-	}
-	first := mustClaim(t, a, "", key(1), "m1", lease, idempotency.Claimed)
-	claimedAt := clk.Now()
-	clk.Advance(lease / 2)
-	if err := a.Extend(ctx, "", key(1), first.Token, 3*lease); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	rec, _, err := b.Lookup(ctx, "", key(1))
-	if err != nil || !rec.LeaseExpiresAt.Equal(clk.Now().Add(3*lease)) || !rec.ClaimedAt.Equal(claimedAt) {
-		t.Fatalf("after Extend: %+v, %v; want lease end %v and claim time %v", rec, err, clk.Now().Add(3*lease), claimedAt)
-	}
-	clk.Advance(3*lease - time.Microsecond)
-	mustClaim(t, b, "", key(1), "m1", lease, idempotency.HeldBySameMessage) // the extended lease still runs
-	notOwner("Extend(other token)", b.Extend(ctx, "", key(1), first.Token+1, lease))
-	clk.Advance(time.Microsecond)
-	notOwner("Extend(lease ended, nobody took over)", a.Extend(ctx, "", key(1), first.Token, lease))
-	second := mustClaim(t, b, "", key(1), "m1", lease, idempotency.Claimed)
-	notOwner("Extend(after takeover)", a.Extend(ctx, "", key(1), first.Token, lease))
-	if err := b.Extend(ctx, "", key(1), second.Token, lease); err != nil {
-		t.Errorf("Extend(new token): %v", err)
-	}
-	if err := b.Bind(ctx, "", key(1), second.Token, idempotency.Binding{TaskID: "t1"}); err != nil {
-		t.Fatalf("Bind: %v", err)
-	}
-	notOwner("Extend(bound)", b.Extend(ctx, "", key(1), second.Token, lease))
+	storetest.Extend(t, a, b, clk, lease)
 
-	third := mustClaim(t, a, "", key(2), "m1", lease, idempotency.Claimed)
-	if err := a.Release(ctx, "", key(2), third.Token); err != nil {
-		t.Fatal(err)
-	}
-	notOwner("Extend(released)", a.Extend(ctx, "", key(2), third.Token, lease))
-	notOwner("Extend(never claimed)", a.Extend(ctx, "", key(3), third.Token, lease))
-	fourth := mustClaim(t, a, "", key(4), "m1", lease, idempotency.Claimed)
+	c := mustClaim(t, a, "", key(4), "m1", lease, idempotency.Claimed)
 	clk.Advance(24 * time.Hour)
-	notOwner("Extend(past the TTL)", a.Extend(ctx, "", key(4), fourth.Token, 48*time.Hour))
-	for _, c := range []struct {
-		token idempotency.Token
-		lease time.Duration
-	}{{0, lease}, {third.Token, 0}, {third.Token, -time.Second}} {
-		if err := a.Extend(ctx, "", key(2), c.token, c.lease); !errors.Is(err, idempotency.ErrInvalidArgument) {
-			t.Errorf("Extend(token %d, lease %v) = %v, want ErrInvalidArgument", c.token, c.lease, err)
-		}
+	if err := a.Extend(context.Background(), "", key(4), c.Token, 48*time.Hour); !errors.Is(err, idempotency.ErrNotOwner) {
+		t.Errorf("Extend(past the TTL) = %v, want ErrNotOwner", err)
 	}
 }
 
 // TestExtendByServerClock: without Options.Now, an extension is judged and counted by
-// the Redis server's clock, so a short lease kept alive is never taken over, and one
-// left to end is.
+// the Redis server's clock (storetest.ExtendByServerClock).
 func TestExtendByServerClock(t *testing.T) {
 	a, b, _ := pair(t, redisstore.Options{})
-	ctx := context.Background()
-	const short = 600 * time.Millisecond
-	c := mustClaim(t, a, "", key(1), "m1", short, idempotency.Claimed)
-	for range 4 { // 0.6 s in all: past the first lease
-		time.Sleep(short / 4)
-		if err := a.Extend(ctx, "", key(1), c.Token, short); err != nil {
-			t.Fatalf("Extend: %v", err)
-		}
-		mustClaim(t, b, "", key(1), "m1", time.Minute, idempotency.HeldBySameMessage)
-	}
-	time.Sleep(short + 100*time.Millisecond)
-	if err := a.Extend(ctx, "", key(1), c.Token, time.Minute); !errors.Is(err, idempotency.ErrNotOwner) {
-		t.Errorf("Extend after the lease ended = %v, want ErrNotOwner", err)
-	}
-	mustClaim(t, b, "", key(1), "m1", time.Minute, idempotency.Claimed)
+	storetest.ExtendByServerClock(t, a, b, 600*time.Millisecond)
 }
 
 // TestExtendRacingTakeover: an owner's extension and a takeover sent at the moment the

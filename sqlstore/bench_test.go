@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
 	"github.com/a2akit/idempotency/sqlstore"
 )
@@ -28,32 +27,15 @@ func benchmarkClaims(b *testing.B, open func(testing.TB) *database) {
 			insert := baselineInsert(db.dialect, base.Table())
 			ctx := context.Background()
 
-			claim := func(i int) error {
-				c, err := store.Claim(ctx, "bench", key(i), "m", time.Minute)
-				if err == nil && c.Status != idempotency.Claimed {
-					err = fmt.Errorf("claim of a fresh key: %v", c.Status)
-				}
-				return err
-			}
+			claim := testkit.FreshClaims(ctx, store, key)
 			baseline := func(i int) error {
 				_, err := db.a.ExecContext(ctx, insert, "bench", key(i), "m", int64(i+1), time.Minute.Microseconds())
 				return err
 			}
-			// Warm the pool up, so that neither side pays for opening connections.
-			if _, err := testkit.Parallel(conc, 0, conc, baseline); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := testkit.Parallel(conc, 0, conc, claim); err != nil {
-				b.Fatal(err)
-			}
+			testkit.WarmUp(b, conc, baseline, claim)
 
 			claimTime, baseTime := testkit.Alternate(b, conc, conc, claim, baseline)
-			claims := float64(b.N) / claimTime.Seconds()
-			inserts := float64(b.N) / baseTime.Seconds()
-			b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(claims, "claims/s")
-			b.ReportMetric(inserts, "baseline-inserts/s")
-			b.ReportMetric(claims/inserts, "ratio")
+			testkit.ReportClaims(b, claimTime, baseTime, "inserts")
 		})
 	}
 }

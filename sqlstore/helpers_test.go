@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2akit/idempotency/conformance"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -54,19 +55,7 @@ func (d *database) stores(t testing.TB, opts sqlstore.Options) (*sqlstore.Store,
 func openPostgres(t testing.TB, driver string) *database {
 	t.Helper()
 	dsn := testkit.PostgresDSN(t)
-	open := func() *sqlx.DB {
-		db, err := sqlx.Open(driver, dsn)
-		if err != nil {
-			t.Fatalf("open %s %s: %v", driver, testkit.PostgresDSNVar, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := db.PingContext(ctx); err != nil {
-			t.Fatalf("%s is set but the database is unreachable: %v", testkit.PostgresDSNVar, err)
-		}
-		return db
-	}
+	open := func() *sqlx.DB { return testdb.OpenPool(t, driver, dsn) }
 	a, b := open(), open()
 	schema := testkit.RandomName("sqlstore_test_")
 	if _, err := a.Exec(`CREATE SCHEMA ` + schema); err != nil {

@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -161,7 +159,7 @@ func (s *Store) Claim(ctx context.Context, scope, key, messageID string, lease t
 	}
 	leaseMicros := (lease + time.Microsecond - 1).Microseconds()
 	for range maxClaimAttempts {
-		token := newToken()
+		token := idempotency.RandomToken()
 		switch n, err := s.exec(ctx, s.q.claim, s.args(scope, key, messageID, int64(token), leaseMicros)...); {
 		case err != nil:
 			return idempotency.Claim{}, s.fail(ctx, "claim", err)
@@ -425,19 +423,6 @@ func nullable(b idempotency.Binding) (taskID, reply any) {
 		reply = b.Reply
 	}
 	return taskID, reply
-}
-
-// newToken returns a fencing token of 63 random bits, never zero. Random tokens are
-// unique across processes without coordination; 63 bits keep the stored BIGINT
-// positive, which reads better in the table.
-func newToken() idempotency.Token {
-	var b [8]byte
-	for {
-		rand.Read(b[:]) // never fails; see crypto/rand.Read
-		if t := binary.LittleEndian.Uint64(b[:]) >> 1; t != 0 {
-			return idempotency.Token(t)
-		}
-	}
 }
 
 // timeValue scans a stored time: a time.Time (PostgreSQL) or microseconds since the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/storetest"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
@@ -174,78 +175,18 @@ func testTakeover(t *testing.T, db *database) {
 	mustClaim(t, a, "", key(1), "m1", idempotency.HeldBySameMessage) // bound: never taken over
 }
 
-// testExtend: the owner moves the lease end to now+lease, across handles; a lease that
-// ended, a takeover, a bind or a release fence the token out; one statement decides.
+// testExtend: storetest.Extend on two pools with a controllable clock.
 func testExtend(t *testing.T, db *database) {
 	clk := newClock()
 	a, b := db.stores(t, sqlstore.Options{Now: clk.Now})
-	ctx := context.Background()
-	notOwner := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, idempotency.ErrNotOwner) {
-			t.Errorf("%s = %v, want ErrNotOwner", what, err)
-		}
-	}
-	first := mustClaim(t, a, "", key(1), "m1", idempotency.Claimed)
-	claimedAt := clk.Now()
-	clk.Advance(lease / 2)
-	if err := a.Extend(ctx, "", key(1), first.Token, 3*lease); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	rec, _, err := b.Lookup(ctx, "", key(1))
-	if err != nil || !rec.LeaseExpiresAt.Equal(clk.Now().Add(3*lease)) || !rec.ClaimedAt.Equal(claimedAt) {
-		t.Fatalf("after Extend: %+v, %v; want lease end %v and claim time %v", rec, err, clk.Now().Add(3*lease), claimedAt)
-	}
-	clk.Advance(3*lease - time.Microsecond)
-	mustClaim(t, b, "", key(1), "m1", idempotency.HeldBySameMessage) // the extended lease still runs
-	notOwner("Extend(other token)", b.Extend(ctx, "", key(1), first.Token+1, lease))
-	clk.Advance(time.Microsecond)
-	notOwner("Extend(lease ended, nobody took over)", a.Extend(ctx, "", key(1), first.Token, lease))
-	second := mustClaim(t, b, "", key(1), "m1", idempotency.Claimed)
-	notOwner("Extend(after takeover)", a.Extend(ctx, "", key(1), first.Token, lease))
-	if err := b.Extend(ctx, "", key(1), second.Token, lease); err != nil {
-		t.Errorf("Extend(new token): %v", err)
-	}
-	if err := b.Bind(ctx, "", key(1), second.Token, idempotency.Binding{TaskID: "t1"}); err != nil {
-		t.Fatalf("Bind: %v", err)
-	}
-	notOwner("Extend(bound)", b.Extend(ctx, "", key(1), second.Token, lease))
-
-	third := mustClaim(t, a, "", key(2), "m1", idempotency.Claimed)
-	if err := a.Release(ctx, "", key(2), third.Token); err != nil {
-		t.Fatal(err)
-	}
-	notOwner("Extend(released)", a.Extend(ctx, "", key(2), third.Token, lease))
-	notOwner("Extend(never claimed)", a.Extend(ctx, "", key(3), third.Token, lease))
-	for _, c := range []struct {
-		token idempotency.Token
-		lease time.Duration
-	}{{0, lease}, {third.Token, 0}, {third.Token, -time.Second}} {
-		if err := a.Extend(ctx, "", key(2), c.token, c.lease); !errors.Is(err, idempotency.ErrInvalidArgument) {
-			t.Errorf("Extend(token %d, lease %v) = %v, want ErrInvalidArgument", c.token, c.lease, err)
-		}
-	}
+	storetest.Extend(t, a, b, clk, lease)
 }
 
 // testExtendByDatabaseClock: without Options.Now, an extension is judged and counted by
-// the database's clock, so a short lease kept alive is never taken over.
+// the database's clock (storetest.ExtendByServerClock).
 func testExtendByDatabaseClock(t *testing.T, db *database) {
 	a, b := db.stores(t, sqlstore.Options{})
-	ctx := context.Background()
-	const short = 1500 * time.Millisecond
-	c := mustClaimLease(t, a, "", key(1), "m1", short, idempotency.Claimed)
-	for range 5 { // 2 s in all: past the first lease
-		time.Sleep(short / 4)
-		if err := a.Extend(ctx, "", key(1), c.Token, short); err != nil {
-			t.Fatalf("Extend: %v", err)
-		}
-		mustClaimLease(t, b, "", key(1), "m1", time.Minute, idempotency.HeldBySameMessage)
-	}
-	time.Sleep(short + 200*time.Millisecond)
-	if err := a.Extend(ctx, "", key(1), c.Token, time.Minute); !errors.Is(err, idempotency.ErrNotOwner) {
-		t.Errorf("Extend after the lease ended = %v, want ErrNotOwner", err)
-	}
-	mustClaimLease(t, b, "", key(1), "m1", time.Minute, idempotency.Claimed)
+	storetest.ExtendByServerClock(t, a, b, 1500*time.Millisecond)
 }
 
 func testExpired(t *testing.T, db *database) {

@@ -1,10 +1,14 @@
 package testkit
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2akit/idempotency"
 )
 
 // Parallel runs op(i) for every i in [from, to) on conc goroutines, each taking the
@@ -65,4 +69,43 @@ func Alternate(b *testing.B, conc, first int, kit, base func(i int) error) (kitT
 	}
 	b.StopTimer()
 	return kitTime, baseTime
+}
+
+// WarmUp runs each op conc times, conc at a time, on the indexes [0, conc) (which the
+// measured rounds then skip by starting at conc), so that no side of a benchmark pays
+// for opening connections or loading scripts; a failed operation fails the benchmark.
+func WarmUp(b *testing.B, conc int, ops ...func(i int) error) {
+	b.Helper()
+	for _, op := range ops {
+		if _, err := Parallel(conc, 0, conc, op); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FreshClaims returns the operation the claim benchmarks measure: claim key(i), a key
+// ix has never seen, in the scope "bench" for a minute; anything but Claimed is an
+// error.
+func FreshClaims(ctx context.Context, ix idempotency.KeyIndex, key func(int) string) func(i int) error {
+	return func(i int) error {
+		c, err := ix.Claim(ctx, "bench", key(i), "m", time.Minute)
+		if err == nil && c.Status != idempotency.Claimed {
+			err = fmt.Errorf("claim of a fresh key: %v", c.Status)
+		}
+		return err
+	}
+}
+
+// ReportClaims reports what SPEC §5 asks of a claim benchmark, from the wall times of
+// b.N claims and of b.N baseline operations: ns/op (the claim's), claims/s, the
+// baseline's operations per second as "baseline-<base>/s", and ratio (claims/s over
+// the baseline's).
+func ReportClaims(b *testing.B, claimTime, baseTime time.Duration, base string) {
+	b.Helper()
+	claims := float64(b.N) / claimTime.Seconds()
+	bases := float64(b.N) / baseTime.Seconds()
+	b.ReportMetric(float64(claimTime.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(claims, "claims/s")
+	b.ReportMetric(bases, "baseline-"+base+"/s")
+	b.ReportMetric(claims/bases, "ratio")
 }

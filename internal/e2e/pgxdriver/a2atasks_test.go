@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/sqlstore"
 	"github.com/a2akit/idempotency/sqlstore/a2atasks"
 )
@@ -31,7 +32,7 @@ func TestDialectOfPlainSQLDB(t *testing.T) {
 // concurrency: an update from a stale version is refused.
 func TestTaskStore(t *testing.T) {
 	dsn := testkit.PostgresDSN(t)
-	db := open(t, dsn)
+	db := testdb.OpenPool(t, "pgx", dsn)
 	schema := testkit.RandomName("pgx_tasks_")
 	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
 		t.Fatalf("create schema: %v", err)

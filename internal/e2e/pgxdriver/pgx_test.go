@@ -9,38 +9,22 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/conformance"
 	"github.com/a2akit/idempotency/internal/testkit"
+	"github.com/a2akit/idempotency/internal/testkit/testdb"
 	"github.com/a2akit/idempotency/sqlstore"
 )
 
 const ttl = 24 * time.Hour
-
-// open opens a pool with the pgx driver on the test database, closed when t ends.
-func open(t testing.TB, dsn string) *sqlx.DB {
-	t.Helper()
-	db, err := sqlx.Open("pgx", dsn)
-	if err != nil {
-		t.Fatalf("open pgx: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		t.Fatalf("%s is set but the database is unreachable: %v", testkit.PostgresDSNVar, err)
-	}
-	return db
-}
 
 // TestConformance runs the conformance suite on sqlstore over pgx, in a fresh schema
 // dropped when the test ends, with a controllable clock and a second pool.
 func TestConformance(t *testing.T) {
 	conformance.RunHarness(t, func(t *testing.T) conformance.Harness {
 		dsn := testkit.PostgresDSN(t)
-		a, b := open(t, dsn), open(t, dsn)
+		a, b := testdb.OpenPool(t, "pgx", dsn), testdb.OpenPool(t, "pgx", dsn)
 		schema := testkit.RandomName("pgx_test_")
 		if _, err := a.Exec(`CREATE SCHEMA ` + schema); err != nil {
 			t.Fatalf("create schema: %v", err)

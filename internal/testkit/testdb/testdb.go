@@ -176,6 +176,25 @@ func Postgres(tb testing.TB) string {
 	return dsn
 }
 
+// OpenPool opens a pool with driver on dsn (the test database of
+// [testkit.PostgresDSN]), closed when tb ends, once it has
+// answered a ping: it fails tb when the pool cannot be opened or the database
+// cannot be reached.
+func OpenPool(tb testing.TB, driver, dsn string) *sqlx.DB {
+	tb.Helper()
+	db, err := sqlx.Open(driver, dsn)
+	if err != nil {
+		tb.Fatalf("open %s: %v", driver, err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		tb.Fatalf("%s is set but the database is unreachable: %v", testkit.PostgresDSNVar, err)
+	}
+	return db
+}
+
 // TempTable returns a table name no other run uses (prefix, "_" and random hex), for
 // a server under test to create in the PostgreSQL database at dsn, and drops that
 // table when tb ends.
