@@ -3,7 +3,7 @@ module github.com/a2akit/idempotency/grpcbinding
 go 1.26
 
 require (
-	github.com/a2akit/idempotency v0.0.0-20261204182725-918fd5c2bfc7
+	github.com/a2akit/idempotency v0.0.0-20261204184332-3f8fc5eaa29f
 	github.com/a2aproject/a2a-go/v2 v2.4.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260427160629-7cedc36a6bc4
 	google.golang.org/grpc v1.82.1

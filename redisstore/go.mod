@@ -3,7 +3,7 @@ module github.com/a2akit/idempotency/redisstore
 go 1.26
 
 require (
-	github.com/a2akit/idempotency v0.0.0-20261204182725-918fd5c2bfc7
+	github.com/a2akit/idempotency v0.0.0-20261204184332-3f8fc5eaa29f
 	github.com/redis/go-redis/v9 v9.17.3
 )
 

@@ -3,8 +3,8 @@ module github.com/a2akit/idempotency/cmd/a2a-idempotency-proxy
 go 1.26
 
 require (
-	github.com/a2akit/idempotency v0.0.0-20261204182725-918fd5c2bfc7
-	github.com/a2akit/idempotency/redisstore v0.0.0-20261204182725-918fd5c2bfc7
+	github.com/a2akit/idempotency v0.0.0-20261204184332-3f8fc5eaa29f
+	github.com/a2akit/idempotency/redisstore v0.0.0-20261204184332-3f8fc5eaa29f
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
