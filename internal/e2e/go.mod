@@ -11,12 +11,12 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gorilla/mux v1.8.1
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/jmoiron/sqlx v1.4.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/redis/go-redis/v9 v9.17.3 // indirect
 )
 
