@@ -3,35 +3,15 @@ package middleware
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 )
 
 // refFold is the fold as encoding/json alone made it (before the walk): FuzzFold
-// holds taskFold to it.
-// refFold: a task as the events of its stream make it, folded as a2a-go's task
-// manager folds them into the stored task: a Task event is the task; a status update
-// moves the current status's message to the history, merges its metadata and
-// replaces the status; an artifact update adds the artifact, replaces the one of the
-// same artifactId, or (append) adds its parts to that one. A Message event is the
-// agent's reply. Members are v1.0 JSON, kept as they came.
-type refFold struct {
-	taskID string
-	fields map[string]json.RawMessage // nil before a Task or an update
-	reply  []byte
-	size   int  // bytes folded
-	tooBig bool // past maxAnswerCopy, or an event too large: not folded further
-}
-
-// whole reports whether the fold holds the whole task.
-func (f *refFold) whole() bool { return f.fields != nil && !f.tooBig }
-
-// task returns the folded task as JSON.
-func (f *refFold) task() []byte {
-	b, _ := json.Marshal(f.fields)
-	return b
-}
+// holds taskFold to it. It shares taskFold's state and decisions (of, whole, task,
+// mergeArtifact) and reads every event with json.Unmarshal, so the fuzz target checks
+// the reading.
+type refFold struct{ taskFold }
 
 // add folds the members of one event of size bytes.
 func (f *refFold) add(v streamMembers, size int) {
@@ -54,35 +34,12 @@ func (f *refFold) add(v streamMembers, size int) {
 	}
 }
 
-// refUpdateHead is what status and artifact updates share.
-type refUpdateHead struct {
-	TaskID    string                     `json:"taskId"`
-	ContextID json.RawMessage            `json:"contextId"`
-	Metadata  map[string]json.RawMessage `json:"metadata"`
-}
-
-// of returns whether u updates the folded task, starting the task from u when none
-// is known yet.
-func (f *refFold) of(u refUpdateHead) bool {
-	if u.TaskID == "" {
-		return false
-	}
-	if f.fields == nil {
-		f.taskID = u.TaskID
-		f.fields = map[string]json.RawMessage{"id": json.RawMessage(strconv.Quote(u.TaskID))}
-		if !isNull(u.ContextID) {
-			f.fields["contextId"] = u.ContextID
-		}
-	}
-	return u.TaskID == f.taskID
-}
-
 func (f *refFold) statusUpdate(raw json.RawMessage) {
 	var u struct {
-		refUpdateHead
+		updateHead
 		Status json.RawMessage `json:"status"`
 	}
-	if json.Unmarshal(raw, &u) != nil || !f.of(u.refUpdateHead) {
+	if json.Unmarshal(raw, &u) != nil || !f.of(u.updateHead) {
 		return
 	}
 	var cur struct {
@@ -103,11 +60,11 @@ func (f *refFold) statusUpdate(raw json.RawMessage) {
 
 func (f *refFold) artifactUpdate(raw json.RawMessage) {
 	var u struct {
-		refUpdateHead
+		updateHead
 		Append   bool            `json:"append"`
 		Artifact json.RawMessage `json:"artifact"`
 	}
-	if json.Unmarshal(raw, &u) != nil || isNull(u.Artifact) || !f.of(u.refUpdateHead) {
+	if json.Unmarshal(raw, &u) != nil || isNull(u.Artifact) || !f.of(u.updateHead) {
 		return
 	}
 	mergeArtifact(f.fields, u.Artifact, u.Append)
