@@ -26,9 +26,11 @@ func refReadResponse(data []byte) (json.RawMessage, *failure) {
 	return resp.Result, nil
 }
 
+// refStreamMembers reads raw as a response by encoding/json, but a JSON null, with
+// white space around it or not, is no response (as readStreamMembers has it).
 func refStreamMembers(raw json.RawMessage) (streamMembers, bool) {
 	var v streamMembers
-	if isNull(raw) || json.Unmarshal(raw, &v) != nil {
+	if isNull(bytes.TrimSpace(raw)) || json.Unmarshal(raw, &v) != nil {
 		return streamMembers{}, false
 	}
 	return v, true
@@ -193,6 +195,8 @@ var answerSeeds = []string{
 	`{"result":[1]}`,
 	`{"result":null}`,
 	`null`,
+	` null`,
+	"\tnull \n",
 	` {"task":{"id":"t","history":[{"parts":[{"text":"\"}{"}]}]}} `,
 	`{"task":{"id":"t"}}{"trailing":1}`,
 	`{"error":{"code":404,"status":"NOT_FOUND"}}`,
