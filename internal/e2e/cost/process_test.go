@@ -447,6 +447,9 @@ func TestProcessCost(t *testing.T) {
 	fmt.Println()
 
 	if dir := os.Getenv("IDEMPOTENCY_COST_PROFILE"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range configs {
 			if c.binding != wireclient.JSONRPC || (c.front != sqlite && (base == nil || c.front != base)) {
 				continue
