@@ -317,43 +317,40 @@ func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, task
 
 // With Options.Tasks, replays read tasks through it, not through the wrapped handler.
 func TestReplayThroughTaskReader(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			const lease = 300 * time.Millisecond
-			h := mwtest.New(t, mwtest.Config{Record: true, Opts: middleware.Options{Lease: lease},
-				Tasks: func(h *mwtest.Harness) middleware.TaskSource { return storeReader{h} }})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the reader")
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil {
-				t.Fatalf("first send: %v", err)
+	const lease = 300 * time.Millisecond
+	cfg := mwtest.Config{Record: true, Opts: middleware.Options{Lease: lease},
+		Tasks: func(h *mwtest.Harness) middleware.TaskSource { return storeReader{h} }}
+	eachMode(t, cfg, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the reader")
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatalf("first send: %v", err)
+		}
+		id := mwtest.TaskOf(first[0])
+		retry, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		task, ok := retry[0].(*a2a.Task)
+		if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 ||
+			len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
+			t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
+		}
+		for _, x := range h.Received.Exchanges() {
+			read := x.Method == "GET" && !strings.HasSuffix(x.Path, ":subscribe") // v0.3 subscribes with GET
+			if read || strings.Contains(string(x.ReqBody), `"GetTask"`) || strings.Contains(string(x.ReqBody), `"tasks/get"`) {
+				t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.Method, x.Path, x.ReqBody)
 			}
-			id := mwtest.TaskOf(first[0])
-			retry, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
-			if err != nil {
-				t.Fatalf("retry: %v", err)
-			}
-			task, ok := retry[0].(*a2a.Task)
-			if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 ||
-				len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
-				t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
-			}
-			for _, x := range h.Received.Exchanges() {
-				read := x.Method == "GET" && !strings.HasSuffix(x.Path, ":subscribe") // v0.3 subscribes with GET
-				if read || strings.Contains(string(x.ReqBody), `"GetTask"`) || strings.Contains(string(x.ReqBody), `"tasks/get"`) {
-					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.Method, x.Path, x.ReqBody)
-				}
-			}
-			mwtest.WaitInactive(t, c, id)
-			h.Store.Delete(id)
-			time.Sleep(lease) // within the lease a missing task may not be stored yet
-			if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
-				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
-			}
-			h.ExpectRanOnce(t, msg.ID)
-		})
-	}
+		}
+		mwtest.WaitInactive(t, c, id)
+		h.Store.Delete(id)
+		time.Sleep(lease) // within the lease a missing task may not be stored yet
+		if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
+		}
+		h.ExpectRanOnce(t, msg.ID)
+	})
 }
 
 // One middleware in front of a server that serves every dialect: a key claimed
