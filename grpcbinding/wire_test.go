@@ -59,17 +59,7 @@ func TestTaskJSONIsPbconv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fromJSON[a2apb.Task](raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !proto.Equal(got, want) {
-		t.Fatalf("protojson of a2a-go's JSON differs from pbconv:\n got %v\nwant %v", got, want)
-	}
+	got := protoOfJSON(t, task, want)
 
 	back, err := unmarshalA2A[a2a.Task](t, got)
 	if err != nil {
@@ -78,6 +68,27 @@ func TestTaskJSONIsPbconv(t *testing.T) {
 	if !reflect.DeepEqual(back, task) {
 		t.Fatalf("encoding/json of protojson's JSON differs from the task:\n got %+v\nwant %+v", back, task)
 	}
+}
+
+// protoOfJSON returns protojson's decoding of the JSON a2a-go writes for v
+// (encoding/json's), failing t unless it is want, the proto pbconv makes of v.
+func protoOfJSON[T any, P interface {
+	*T
+	proto.Message
+}](t *testing.T, v any, want P) P {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fromJSON[T, P](raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("protojson of a2a-go's JSON differs from pbconv:\n got %v\nwant %v", got, want)
+	}
+	return got
 }
 
 // TestMessageJSONIsPbconv checks the same for a Message reply, in the compact form
@@ -89,17 +100,7 @@ func TestMessageJSONIsPbconv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := res.GetMessage()
-	raw, err := json.Marshal(msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fromJSON[a2apb.Message](raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !proto.Equal(got, want) {
-		t.Fatalf("protojson of a2a-go's JSON differs from pbconv:\n got %v\nwant %v", got, want)
-	}
+	protoOfJSON(t, msg, want)
 	compact, err := marshalJSON(want)
 	if err != nil {
 		t.Fatal(err)

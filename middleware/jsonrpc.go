@@ -177,36 +177,33 @@ func rpcFailure(s *send, f *failure, withInfo bool) (int, []byte, bool) {
 		errObj = f.raw
 	} else {
 		var code int
-		var reason string
 		switch f.kind {
 		case failInvalidParams:
-			code, reason = codeInvalidParams, "INVALID_PARAMS"
+			code = codeInvalidParams
 		case failUnsupported:
-			code, reason = codeUnsupported, "UNSUPPORTED_OPERATION"
+			code = codeUnsupported
 		case failTaskNotFound:
-			code, reason = codeTaskNotFound, "TASK_NOT_FOUND"
-		case failInternal:
-			code, reason = codeInternalError, "INTERNAL_ERROR"
+			code = codeTaskNotFound
+		case failInternal, failUnreplayable:
+			code = codeInternalError
 		case failUnavailable:
-			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusServiceUnavailable
+			code, status = codeServerError, http.StatusServiceUnavailable
 		case failExhausted:
-			code, reason, status = codeServerError, "RESOURCE_EXHAUSTED", http.StatusTooManyRequests
+			code, status = codeServerError, http.StatusTooManyRequests
 		case failInFlight:
-			code, reason, status = codeServerError, "SERVER_ERROR", http.StatusConflict
+			code, status = codeServerError, http.StatusConflict
 		case failTooLarge:
-			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusRequestEntityTooLarge
-		case failUnreplayable:
-			code, reason = codeInternalError, "REPLY_NOT_REPLAYABLE"
+			code, status = codeInvalidRequest, http.StatusRequestEntityTooLarge
 		case failNotServed:
-			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", f.status
+			code, status = codeInvalidRequest, f.status
 		case failUnknown:
-			code, reason, status = codeInternalError, "SERVER_ERROR", http.StatusBadGateway
+			code, status = codeInternalError, http.StatusBadGateway
 		default: // failUnreadable
-			code, reason, status = codeInvalidRequest, "INVALID_REQUEST", http.StatusBadRequest
+			code, status = codeInvalidRequest, http.StatusBadRequest
 		}
 		e := rpcError{Code: code, Message: f.message}
 		if withInfo {
-			e.Data = errorInfos(reason, f)
+			e.Data = errorInfos(f)
 		}
 		errObj, _ = json.Marshal(e)
 	}

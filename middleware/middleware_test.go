@@ -11,59 +11,68 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit/mwtest"
 	"github.com/a2akit/idempotency/middleware"
 )
 
-func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
+// eachMode runs test once per mode of mwtest.Modes, as a subtest named by the mode,
+// with a fresh harness made from cfg and a client of the mode's dialect. The subtests
+// share cfg: it holds no state (an Index) that one could leave to the next.
+func eachMode(t *testing.T, cfg mwtest.Config, test func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client)) {
 	for _, m := range mwtest.Modes {
 		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			key := idempotency.NewKey()
-			msg := mwtest.KeyedMessage(t, key, "echo hello")
-
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil {
-				t.Fatalf("first send: %v", err)
-			}
-			id := mwtest.TaskOf(first[0])
-			if id == "" || mwtest.FinalState(first) != a2a.TaskStateCompleted {
-				t.Fatalf("first send: got %d events, task %q, state %q", len(first), id, mwtest.FinalState(first))
-			}
-			if !m.Streaming {
-				if n := len(first[0].(*a2a.Task).Artifacts); n != 1 {
-					t.Fatalf("first send: %d artifacts, want 1", n)
-				}
-			}
-			// The retry, and a retry through the other kind of send, get the same
-			// task; the agent does not run again.
-			for _, streaming := range []bool{m.Streaming, !m.Streaming} {
-				retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
-				if err != nil {
-					t.Fatalf("retry (streaming=%v): %v", streaming, err)
-				}
-				task, ok := retry[0].(*a2a.Task)
-				if !ok || task.ID != id {
-					t.Fatalf("retry (streaming=%v): first event %#v, want task %s", streaming, retry[0], id)
-				}
-				if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 {
-					t.Fatalf("retry (streaming=%v): state %s with %d artifacts, want the completed task", streaming, task.Status.State, len(task.Artifacts))
-				}
-				if streaming && len(retry) != 1 {
-					t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
-				}
-			}
-			h.ExpectRanOnce(t, msg.ID)
-			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
-			if e := h.LastEvent(); e.Binding != middleware.ProtocolBinding(m.Binding) || e.Version != middleware.ProtocolVersion(m.Version) || e.Scope != "" {
-				t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.Binding, m.Version)
-			}
+			h := mwtest.New(t, cfg)
+			test(t, m, h, h.Client(m.Dialect, "", ""))
 		})
 	}
+}
+
+func TestRetryGetsSameTaskAndAgentRunsOnce(t *testing.T) {
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		key := idempotency.NewKey()
+		msg := mwtest.KeyedMessage(t, key, "echo hello")
+
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatalf("first send: %v", err)
+		}
+		id := mwtest.TaskOf(first[0])
+		if id == "" || mwtest.FinalState(first) != a2a.TaskStateCompleted {
+			t.Fatalf("first send: got %d events, task %q, state %q", len(first), id, mwtest.FinalState(first))
+		}
+		if !m.Streaming {
+			if n := len(first[0].(*a2a.Task).Artifacts); n != 1 {
+				t.Fatalf("first send: %d artifacts, want 1", n)
+			}
+		}
+		// The retry, and a retry through the other kind of send, get the same
+		// task; the agent does not run again.
+		for _, streaming := range []bool{m.Streaming, !m.Streaming} {
+			retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil {
+				t.Fatalf("retry (streaming=%v): %v", streaming, err)
+			}
+			task, ok := retry[0].(*a2a.Task)
+			if !ok || task.ID != id {
+				t.Fatalf("retry (streaming=%v): first event %#v, want task %s", streaming, retry[0], id)
+			}
+			if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 {
+				t.Fatalf("retry (streaming=%v): state %s with %d artifacts, want the completed task", streaming, task.Status.State, len(task.Artifacts))
+			}
+			if streaming && len(retry) != 1 {
+				t.Fatalf("streaming retry of a finished task: %d events, want the task alone", len(retry))
+			}
+		}
+		h.ExpectRanOnce(t, msg.ID)
+		h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeReplayed, middleware.OutcomeReplayed)
+		if e := h.LastEvent(); e.Binding != middleware.ProtocolBinding(m.Binding) || e.Version != middleware.ProtocolVersion(m.Version) || e.Scope != "" {
+			t.Fatalf("last event %+v: want binding %s, version %s, scope \"\"", e, m.Binding, m.Version)
+		}
+	})
 }
 
 // A blocking retry answers the task as it is now, without waiting for it to finish,
@@ -116,38 +125,34 @@ func TestRetryAnswersCurrentState(t *testing.T) {
 }
 
 func TestKeyReusedByAnotherMessageIsRefused(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			key := idempotency.NewKey()
-			holder := mwtest.KeyedMessage(t, key, "echo the holder's secret content")
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: holder})
-			if err != nil {
-				t.Fatalf("first send: %v", err)
-			}
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		key := idempotency.NewKey()
+		holder := mwtest.KeyedMessage(t, key, "echo the holder's secret content")
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: holder})
+		if err != nil {
+			t.Fatalf("first send: %v", err)
+		}
 
-			other := mwtest.KeyedMessage(t, key, "echo another message")
-			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: other})
-			if !errors.Is(err, a2a.ErrInvalidParams) {
-				t.Fatalf("reused key: events %v, error %v; want ErrInvalidParams", evs, err)
+		other := mwtest.KeyedMessage(t, key, "echo another message")
+		evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: other})
+		if !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Fatalf("reused key: events %v, error %v; want ErrInvalidParams", evs, err)
+		}
+		if !strings.Contains(err.Error(), "already held") {
+			t.Fatalf("error %q does not say the key is already held", err)
+		}
+		wire := string(h.Wire.Last().RespBody.Bytes())
+		for _, secret := range []string{holder.ID, "secret", string(mwtest.TaskOf(first[0]))} {
+			if strings.Contains(wire, secret) {
+				t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
 			}
-			if !strings.Contains(err.Error(), "already held") {
-				t.Fatalf("error %q does not say the key is already held", err)
-			}
-			wire := string(h.Wire.Last().RespBody.Bytes())
-			for _, secret := range []string{holder.ID, "secret", string(mwtest.TaskOf(first[0]))} {
-				if strings.Contains(wire, secret) {
-					t.Fatalf("refusal %q reveals %q of the holder", wire, secret)
-				}
-			}
-			if a, b := h.Agent.RunsOf(holder.ID), h.Agent.RunsOf(other.ID); a != 1 || b != 0 {
-				t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
-			}
-			h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
-		})
-	}
+		}
+		if a, b := h.Agent.RunsOf(holder.ID), h.Agent.RunsOf(other.ID); a != 1 || b != 0 {
+			t.Fatalf("agent runs: holder %d, other %d; want 1 and 0", a, b)
+		}
+		h.ExpectOutcomes(middleware.OutcomeClaimed, middleware.OutcomeConflict)
+	})
 }
 
 func TestMalformedKeysAreRefused(t *testing.T) {
@@ -163,83 +168,71 @@ func TestMalformedKeysAreRefused(t *testing.T) {
 		{"null", nil, idempotency.ErrKeyNotString},
 		{"object", map[string]any{"key": "0123456789abcdef"}, idempotency.ErrKeyNotString},
 	}
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			for _, tc := range cases {
-				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo "+tc.name))
-				msg.Metadata = map[string]any{idempotency.MetadataKey: tc.value}
-				evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				if !errors.Is(err, a2a.ErrInvalidParams) {
-					t.Fatalf("%s: events %v, error %v; want ErrInvalidParams", tc.name, evs, err)
-				}
-				if !strings.Contains(err.Error(), tc.want.Error()) {
-					t.Fatalf("%s: error %q, want %q", tc.name, err, tc.want)
-				}
-				if n := h.Agent.RunsOf(msg.ID); n != 0 {
-					t.Fatalf("%s: agent ran %d times", tc.name, n)
-				}
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		for _, tc := range cases {
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo "+tc.name))
+			msg.Metadata = map[string]any{idempotency.MetadataKey: tc.value}
+			evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrInvalidParams) {
+				t.Fatalf("%s: events %v, error %v; want ErrInvalidParams", tc.name, evs, err)
 			}
-			for _, o := range h.Outcomes() {
-				if o != middleware.OutcomeRefused {
-					t.Fatalf("observed %v, want only refusals", h.Outcomes())
-				}
+			if !strings.Contains(err.Error(), tc.want.Error()) {
+				t.Fatalf("%s: error %q, want %q", tc.name, err, tc.want)
 			}
-		})
-	}
+			if n := h.Agent.RunsOf(msg.ID); n != 0 {
+				t.Fatalf("%s: agent ran %d times", tc.name, n)
+			}
+		}
+		for _, o := range h.Outcomes() {
+			if o != middleware.OutcomeRefused {
+				t.Fatalf("observed %v, want only refusals", h.Outcomes())
+			}
+		}
+	})
 }
 
 func TestMessageReplyIsReplayed(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply please")
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil || len(first) != 1 {
-				t.Fatalf("first send: %v, %v", first, err)
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply please")
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil || len(first) != 1 {
+			t.Fatalf("first send: %v, %v", first, err)
+		}
+		reply, ok := first[0].(*a2a.Message)
+		if !ok {
+			t.Fatalf("first send: %#v, want a Message", first[0])
+		}
+		for _, streaming := range []bool{m.Streaming, !m.Streaming} {
+			retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
+			if err != nil || len(retry) != 1 {
+				t.Fatalf("retry (streaming=%v): %v, %v", streaming, retry, err)
 			}
-			reply, ok := first[0].(*a2a.Message)
-			if !ok {
-				t.Fatalf("first send: %#v, want a Message", first[0])
+			again, ok := retry[0].(*a2a.Message)
+			if !ok || again.ID != reply.ID || again.Parts[0].Text() != reply.Parts[0].Text() || again.ContextID != reply.ContextID {
+				t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
 			}
-			for _, streaming := range []bool{m.Streaming, !m.Streaming} {
-				retry, err := mwtest.Send(ctx, c, streaming, &a2a.SendMessageRequest{Message: msg})
-				if err != nil || len(retry) != 1 {
-					t.Fatalf("retry (streaming=%v): %v, %v", streaming, retry, err)
-				}
-				again, ok := retry[0].(*a2a.Message)
-				if !ok || again.ID != reply.ID || again.Parts[0].Text() != reply.Parts[0].Text() || again.ContextID != reply.ContextID {
-					t.Fatalf("retry (streaming=%v): %#v, want the reply %#v", streaming, retry[0], reply)
-				}
-			}
-			h.ExpectRanOnce(t, msg.ID)
-		})
-	}
+		}
+		h.ExpectRanOnce(t, msg.ID)
+	})
 }
 
 func TestFailureBeforeTaskReleasesKey(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first")
-			if evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
-				t.Fatalf("first send: %v, want an error", evs)
-			}
-			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil || mwtest.TaskOf(evs[0]) == "" || mwtest.FinalState(evs) != a2a.TaskStateCompleted {
-				t.Fatalf("identical retry: %v, %v; want a completed task", evs, err)
-			}
-			if n := h.Agent.RunsOf(msg.ID); n != 2 {
-				t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
-			}
-			h.ExpectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
-		})
-	}
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "fail first")
+		if evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); err == nil {
+			t.Fatalf("first send: %v, want an error", evs)
+		}
+		evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil || mwtest.TaskOf(evs[0]) == "" || mwtest.FinalState(evs) != a2a.TaskStateCompleted {
+			t.Fatalf("identical retry: %v, %v; want a completed task", evs, err)
+		}
+		if n := h.Agent.RunsOf(msg.ID); n != 2 {
+			t.Fatalf("agent ran %d times, want 2 (failed, then the retry)", n)
+		}
+		h.ExpectOutcomes(middleware.OutcomeReleased, middleware.OutcomeClaimed)
+	})
 }
 
 // A retry whose task was deleted gets TaskNotFound once the claim is older than its
@@ -247,28 +240,24 @@ func TestFailureBeforeTaskReleasesKey(t *testing.T) {
 // it at the agent's first event), so the retry is answered 409 instead.
 func TestRetryAfterTaskDeletedGetsTaskNotFound(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{Lease: lease}})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo to be deleted")
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil {
-				t.Fatalf("first send: %v", err)
-			}
-			// Once the execution has ended (a2a-go serves a subscription from a
-			// running execution, not from the store), delete the task.
-			mwtest.WaitInactive(t, c, mwtest.TaskOf(first[0]))
-			h.Store.Delete(mwtest.TaskOf(first[0]))
-			time.Sleep(lease)
-			evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if !errors.Is(err, a2a.ErrTaskNotFound) {
-				t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
-			}
-			h.ExpectRanOnce(t, msg.ID)
-		})
-	}
+	eachMode(t, mwtest.Config{Opts: middleware.Options{Lease: lease}}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo to be deleted")
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatalf("first send: %v", err)
+		}
+		// Once the execution has ended (a2a-go serves a subscription from a
+		// running execution, not from the store), delete the task.
+		mwtest.WaitInactive(t, c, mwtest.TaskOf(first[0]))
+		h.Store.Delete(mwtest.TaskOf(first[0]))
+		time.Sleep(lease)
+		evs, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Fatalf("retry after deletion: %v, %v; want ErrTaskNotFound", evs, err)
+		}
+		h.ExpectRanOnce(t, msg.ID)
+	})
 }
 
 // (A2A v0.3 has no tenant.)
@@ -328,43 +317,40 @@ func (s storeReader) ReadTask(ctx context.Context, r *http.Request, tenant, task
 
 // With Options.Tasks, replays read tasks through it, not through the wrapped handler.
 func TestReplayThroughTaskReader(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			const lease = 300 * time.Millisecond
-			h := mwtest.New(t, mwtest.Config{Record: true, Opts: middleware.Options{Lease: lease},
-				Tasks: func(h *mwtest.Harness) middleware.TaskSource { return storeReader{h} }})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the reader")
-			first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil {
-				t.Fatalf("first send: %v", err)
+	const lease = 300 * time.Millisecond
+	cfg := mwtest.Config{Record: true, Opts: middleware.Options{Lease: lease},
+		Tasks: func(h *mwtest.Harness) middleware.TaskSource { return storeReader{h} }}
+	eachMode(t, cfg, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo through the reader")
+		first, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatalf("first send: %v", err)
+		}
+		id := mwtest.TaskOf(first[0])
+		retry, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		task, ok := retry[0].(*a2a.Task)
+		if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 ||
+			len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
+			t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
+		}
+		for _, x := range h.Received.Exchanges() {
+			read := x.Method == "GET" && !strings.HasSuffix(x.Path, ":subscribe") // v0.3 subscribes with GET
+			if read || strings.Contains(string(x.ReqBody), `"GetTask"`) || strings.Contains(string(x.ReqBody), `"tasks/get"`) {
+				t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.Method, x.Path, x.ReqBody)
 			}
-			id := mwtest.TaskOf(first[0])
-			retry, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{HistoryLength: ptr(0)}})
-			if err != nil {
-				t.Fatalf("retry: %v", err)
-			}
-			task, ok := retry[0].(*a2a.Task)
-			if !ok || task.ID != id || task.Status.State != a2a.TaskStateCompleted || len(task.History) != 0 ||
-				len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != "echo: echo through the reader" {
-				t.Fatalf("retry: %#v, want task %s completed with its artifact, without history", retry[0], id)
-			}
-			for _, x := range h.Received.Exchanges() {
-				read := x.Method == "GET" && !strings.HasSuffix(x.Path, ":subscribe") // v0.3 subscribes with GET
-				if read || strings.Contains(string(x.ReqBody), `"GetTask"`) || strings.Contains(string(x.ReqBody), `"tasks/get"`) {
-					t.Fatalf("the wrapped handler was asked for the task: %s %s %s", x.Method, x.Path, x.ReqBody)
-				}
-			}
-			mwtest.WaitInactive(t, c, id)
-			h.Store.Delete(id)
-			time.Sleep(lease) // within the lease a missing task may not be stored yet
-			if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
-				t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
-			}
-			h.ExpectRanOnce(t, msg.ID)
-		})
-	}
+		}
+		mwtest.WaitInactive(t, c, id)
+		h.Store.Delete(id)
+		time.Sleep(lease) // within the lease a missing task may not be stored yet
+		if _, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Fatalf("retry after deletion: %v, want ErrTaskNotFound", err)
+		}
+		h.ExpectRanOnce(t, msg.ID)
+	})
 }
 
 // One middleware in front of a server that serves every dialect: a key claimed

@@ -93,10 +93,33 @@ func (f *failure) kitReason() string {
 	return ""
 }
 
-// errorInfos returns the ErrorInfo details of f on the HTTP bindings: A2A's with
-// a2aReason, then the kit's.
-func errorInfos(a2aReason string, f *failure) []errorInfo {
+// a2aReason returns the reason of the A2A ErrorInfo (domain a2a-protocol.org) that
+// f carries on the HTTP bindings: that of the A2A error its kind is answered as, the
+// same on JSON-RPC and HTTP+JSON. A relayed error is the server's: it is not framed.
+func (f *failure) a2aReason() string {
+	switch f.kind {
+	case failInvalidParams:
+		return "INVALID_PARAMS"
+	case failUnsupported:
+		return "UNSUPPORTED_OPERATION"
+	case failTaskNotFound:
+		return "TASK_NOT_FOUND"
+	case failInternal:
+		return "INTERNAL_ERROR"
+	case failUnavailable, failInFlight, failUnknown:
+		return "SERVER_ERROR"
+	case failExhausted:
+		return "RESOURCE_EXHAUSTED"
+	case failUnreplayable:
+		return "REPLY_NOT_REPLAYABLE"
+	}
+	return "INVALID_REQUEST" // failTooLarge, failNotServed, failUnreadable
+}
+
+// errorInfos returns the ErrorInfo details of f on the HTTP bindings: A2A's, then
+// the kit's.
+func errorInfos(f *failure) []errorInfo {
 	kit := newErrorInfo(f.kitReason(), f)
 	kit.Domain = ReasonDomain
-	return []errorInfo{newErrorInfo(a2aReason, f), kit}
+	return []errorInfo{newErrorInfo(f.a2aReason(), f), kit}
 }

@@ -123,35 +123,35 @@ func restFailure(f *failure) (int, []byte, bool) {
 		return f.status, f.raw, false
 	}
 	var status int
-	var code, reason string
+	var code string
 	switch f.kind {
 	case failInvalidParams:
-		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"
+		status, code = http.StatusBadRequest, "INVALID_ARGUMENT"
 	case failUnsupported:
-		status, code, reason = http.StatusBadRequest, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"
+		status, code = http.StatusBadRequest, "UNIMPLEMENTED"
 	case failTaskNotFound:
-		status, code, reason = http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"
+		status, code = http.StatusNotFound, "NOT_FOUND"
 	case failInternal:
-		status, code, reason = http.StatusInternalServerError, "INTERNAL", "INTERNAL_ERROR"
+		status, code = http.StatusInternalServerError, "INTERNAL"
 	case failUnavailable:
-		status, code, reason = http.StatusServiceUnavailable, "UNAVAILABLE", "SERVER_ERROR"
+		status, code = http.StatusServiceUnavailable, "UNAVAILABLE"
 	case failExhausted:
-		status, code, reason = http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"
+		status, code = http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"
 	case failInFlight:
-		status, code, reason = http.StatusConflict, "UNAVAILABLE", "SERVER_ERROR"
+		status, code = http.StatusConflict, "UNAVAILABLE"
 	case failTooLarge:
-		status, code, reason = http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", "INVALID_REQUEST"
+		status, code = http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"
 	case failUnreplayable:
-		status, code, reason = http.StatusInternalServerError, "DATA_LOSS", "REPLY_NOT_REPLAYABLE"
+		status, code = http.StatusInternalServerError, "DATA_LOSS"
 	case failNotServed:
-		status, code, reason = f.status, "NOT_FOUND", "INVALID_REQUEST"
+		status, code = f.status, "NOT_FOUND"
 	case failUnknown:
-		status, code, reason = http.StatusBadGateway, "UNAVAILABLE", "SERVER_ERROR"
+		status, code = http.StatusBadGateway, "UNAVAILABLE"
 	default: // failUnreadable
-		status, code, reason = http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_REQUEST"
+		status, code = http.StatusBadRequest, "INVALID_ARGUMENT"
 	}
 	body, _ := json.Marshal(restError{restStatus{Code: status, Status: code, Message: f.message,
-		Details: errorInfos(reason, f)}})
+		Details: errorInfos(f)}})
 	return status, append(body, '\n'), false
 }
 

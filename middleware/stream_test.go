@@ -265,43 +265,39 @@ func TestConcurrentIdenticalSends(t *testing.T) {
 // identical retry waits and gets 409, and never runs the agent again; once the agent
 // goes on and answers, the key is bound, and a retry gets the task.
 func TestClientGoneForwardGoesOn(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{Opts: middleware.Options{ReplayWait: 50 * time.Millisecond}})
-			c := h.Client(m.Dialect, "", "")
-			msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				_, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-				done <- err
-			}()
-			mwtest.Within(t, h.Agent.Started, "agent start")
-			cancel()
-			if err := mwtest.Within(t, done, "cancelled send"); err == nil {
-				t.Fatal("cancelled send succeeded")
-			}
+	eachMode(t, mwtest.Config{Opts: middleware.Options{ReplayWait: 50 * time.Millisecond}}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "hold while the client leaves")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+			done <- err
+		}()
+		mwtest.Within(t, h.Agent.Started, "agent start")
+		cancel()
+		if err := mwtest.Within(t, done, "cancelled send"); err == nil {
+			t.Fatal("cancelled send succeeded")
+		}
 
-			_, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if x := h.Wire.Last(); err == nil || x.Status != http.StatusConflict {
-				t.Fatalf("retry while the first attempt holds: %v (HTTP %d), want 409", err, x.Status)
-			}
-			h.ExpectOutcomes(middleware.OutcomeInFlight)
+		_, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if x := h.Wire.Last(); err == nil || x.Status != http.StatusConflict {
+			t.Fatalf("retry while the first attempt holds: %v (HTTP %d), want 409", err, x.Status)
+		}
+		h.ExpectOutcomes(middleware.OutcomeInFlight)
 
-			h.ReleaseAgents()
-			// The first attempt's client got nothing: abandoned, its key bound by the
-			// answer that came after it left.
-			h.ExpectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeAbandoned)
-			if e := h.LastEvent(); e.Outcome != middleware.OutcomeAbandoned || e.BoundBy != middleware.BoundByAnswer {
-				t.Fatalf("first attempt observed as %+v, want abandoned with its key bound by the answer", e)
-			}
-			evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
-			if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
-				t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
-			}
-			h.ExpectRanOnce(t, msg.ID)
-		})
-	}
+		h.ReleaseAgents()
+		// The first attempt's client got nothing: abandoned, its key bound by the
+		// answer that came after it left.
+		h.ExpectOutcomes(middleware.OutcomeInFlight, middleware.OutcomeAbandoned)
+		if e := h.LastEvent(); e.Outcome != middleware.OutcomeAbandoned || e.BoundBy != middleware.BoundByAnswer {
+			t.Fatalf("first attempt observed as %+v, want abandoned with its key bound by the answer", e)
+		}
+		evs, err := mwtest.Send(context.Background(), c, m.Streaming, &a2a.SendMessageRequest{Message: msg})
+		if err != nil || len(evs) == 0 || mwtest.TaskOf(evs[0]) == "" {
+			t.Fatalf("retry after the first attempt answered: %v, %v; want its task", evs, err)
+		}
+		h.ExpectRanOnce(t, msg.ID)
+	})
 }
 
 // firstEventDropper passes a handler's answers on, but drops the first event of

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
@@ -95,38 +96,34 @@ func TestUnkeyedTrafficIsUntouched(t *testing.T) {
 
 // Every answer to a keyed send the middleware handled names the extension.
 func TestKeyedAnswersCarryExtensionHeader(t *testing.T) {
-	for _, m := range mwtest.Modes {
-		t.Run(m.String(), func(t *testing.T) {
-			h := mwtest.New(t, mwtest.Config{})
-			c := h.Client(m.Dialect, "", "")
-			ctx := context.Background()
-			key := idempotency.NewKey()
-			msg := mwtest.KeyedMessage(t, key, "echo header")
-			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // claimed
-			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // replayed
-			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, key, "echo x")}) // conflict
-			bad := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo bad"))
-			bad.Metadata = map[string]any{idempotency.MetadataKey: "short"}
-			mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: bad}) // refused
-			xs := h.Wire.Exchanges()
-			if len(xs) != 4 {
-				t.Fatalf("%d exchanges", len(xs))
+	eachMode(t, mwtest.Config{}, func(t *testing.T, m mwtest.Mode, h *mwtest.Harness, c *a2aclient.Client) {
+		ctx := context.Background()
+		key := idempotency.NewKey()
+		msg := mwtest.KeyedMessage(t, key, "echo header")
+		mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // claimed
+		mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: msg})                                   // replayed
+		mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: mwtest.KeyedMessage(t, key, "echo x")}) // conflict
+		bad := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo bad"))
+		bad.Metadata = map[string]any{idempotency.MetadataKey: "short"}
+		mwtest.Send(ctx, c, m.Streaming, &a2a.SendMessageRequest{Message: bad}) // refused
+		xs := h.Wire.Exchanges()
+		if len(xs) != 4 {
+			t.Fatalf("%d exchanges", len(xs))
+		}
+		for i, x := range xs {
+			if got := x.Header.Values("A2A-Extensions"); !slices.Equal(got, []string{idempotency.ExtensionURI}) {
+				t.Fatalf("answer %d (%v): A2A-Extensions %q", i, h.Outcomes(), got)
 			}
-			for i, x := range xs {
-				if got := x.Header.Values("A2A-Extensions"); !slices.Equal(got, []string{idempotency.ExtensionURI}) {
-					t.Fatalf("answer %d (%v): A2A-Extensions %q", i, h.Outcomes(), got)
-				}
-				// v0.3 names active extensions in X-A2A-Extensions.
-				want := []string(nil)
-				if m.Version == "0.3" {
-					want = []string{idempotency.ExtensionURI}
-				}
-				if got := x.Header.Values("X-A2A-Extensions"); !slices.Equal(got, want) {
-					t.Fatalf("answer %d (%v): X-A2A-Extensions %q, want %q", i, h.Outcomes(), got, want)
-				}
+			// v0.3 names active extensions in X-A2A-Extensions.
+			want := []string(nil)
+			if m.Version == "0.3" {
+				want = []string{idempotency.ExtensionURI}
 			}
-		})
-	}
+			if got := x.Header.Values("X-A2A-Extensions"); !slices.Equal(got, want) {
+				t.Fatalf("answer %d (%v): X-A2A-Extensions %q, want %q", i, h.Outcomes(), got, want)
+			}
+		}
+	})
 }
 
 // failingIndex returns an index that fails every call.

@@ -300,38 +300,26 @@ func TestZeroSeriesCoverTheMiddleware(t *testing.T) {
 			}
 		}
 	}
-	str := func(xs any) []string {
-		var out []string
-		switch xs := xs.(type) {
-		case []middleware.Outcome:
-			for _, x := range xs {
-				out = append(out, string(x))
-			}
-		case []middleware.ProtocolBinding:
-			for _, x := range xs {
-				out = append(out, string(x))
-			}
-		case []middleware.ProtocolVersion:
-			for _, x := range xs {
-				out = append(out, string(x))
-			}
-		case []middleware.BoundBy:
-			for _, x := range xs {
-				out = append(out, string(x))
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
 	for typ, have := range map[string][]string{
-		"Outcome": str(metrics.Outcomes), "ProtocolBinding": str(metrics.Bindings),
-		"ProtocolVersion": str(metrics.ProtocolVersions), "BoundBy": str(metrics.BoundBys),
+		"Outcome": sortedStrings(metrics.Outcomes), "ProtocolBinding": sortedStrings(metrics.Bindings),
+		"ProtocolVersion": sortedStrings(metrics.ProtocolVersions), "BoundBy": sortedStrings(metrics.BoundBys),
 	} {
 		want := slices.DeleteFunc(slices.Sorted(slices.Values(declared[typ])), func(v string) bool { return v == "" })
 		if !slices.Equal(have, want) {
 			t.Errorf("%s: the collector starts %q at zero; the middleware declares %q", typ, have, want)
 		}
 	}
+}
+
+// sortedStrings returns the values of xs, one of the middleware's string types, as
+// sorted strings.
+func sortedStrings[S ~string](xs []S) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, string(x))
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestCountsAndHistograms(t *testing.T) {
