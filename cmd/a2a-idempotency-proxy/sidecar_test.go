@@ -40,16 +40,7 @@ func startSidecar(t *testing.T, env map[string]string, args ...string) *sidecar 
 		done <- run(ctx, args, func(k string) string { return env[k] }, pw, logs)
 		pw.Close()
 	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
+	lines := firstLines(pr)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -73,6 +64,24 @@ func startSidecar(t *testing.T, env map[string]string, args ...string) *sidecar 
 		t.Fatalf("the proxy did not listen within 30s:\n%s", logs.String())
 	}
 	return nil
+}
+
+// firstLines reads r to its end, so that the process writing it never blocks, and
+// returns a channel of one line's room: the first line read is kept there, and a
+// later line only when the channel was emptied since. A test reads the proxy's
+// startup line from it.
+func firstLines(r io.Reader) <-chan string {
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	return lines
 }
 
 // restSend is a keyed HTTP+JSON v1.0 SendMessage body: message id, key and text,
