@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -248,19 +247,9 @@ func TestDockerEntrypoint(t *testing.T) {
 			t.Logf("entrypoint logs:\n%s", logs.String())
 		}
 	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
 	var started string
 	select {
-	case started = <-lines:
+	case started = <-firstLines(stdout):
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the entrypoint did not listen within 30s:\n%s", logs.String())
 	}

@@ -40,16 +40,7 @@ func startSidecar(t *testing.T, env map[string]string, args ...string) *sidecar 
 		done <- run(ctx, args, func(k string) string { return env[k] }, pw, logs)
 		pw.Close()
 	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
+	lines := firstLines(pr)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -73,6 +64,24 @@ func startSidecar(t *testing.T, env map[string]string, args ...string) *sidecar 
 		t.Fatalf("the proxy did not listen within 30s:\n%s", logs.String())
 	}
 	return nil
+}
+
+// firstLines reads r to its end, so that the process writing it never blocks, and
+// returns a channel of one line's room: the first line read is kept there, and a
+// later line only when the channel was emptied since. A test reads the proxy's
+// startup line from it.
+func firstLines(r io.Reader) <-chan string {
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	return lines
 }
 
 // restSend is a keyed HTTP+JSON v1.0 SendMessage body: message id, key and text,
@@ -101,8 +110,15 @@ func post(t *testing.T, url string, body []byte, header ...string) (int, []byte)
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return do(t, req, header...)
+}
+
+// do sends req with header pairs added to its header, and returns the status and
+// body of the answer.
+func do(t *testing.T, req *http.Request, header ...string) (int, []byte) {
+	t.Helper()
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -206,16 +222,8 @@ func getCard(t *testing.T, p *sidecar, host string, header ...string) (int, stri
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, p.url+agentCardPath, nil)
 	req.Host = host
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	status, b := do(t, req, header...)
+	return status, string(b)
 }
 
 // interfaceURLs returns the interface URLs of a v1.0 card.
@@ -428,14 +436,9 @@ func TestBodyLimit(t *testing.T) {
 		}
 		req, _ := http.NewRequest(http.MethodPost, p.url+c.path, body)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(answer), c.shape) {
-			t.Errorf("%s (chunked %v): %d %s; want 413 with %s", c.path, c.chunked, resp.StatusCode, answer, c.shape)
+		status, answer := do(t, req)
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(string(answer), c.shape) {
+			t.Errorf("%s (chunked %v): %d %s; want 413 with %s", c.path, c.chunked, status, answer, c.shape)
 		}
 		if got := u.received(c.path); got > limit {
 			t.Errorf("%s (chunked %v): the upstream received %d bytes, over the limit %d", c.path, c.chunked, got, limit)

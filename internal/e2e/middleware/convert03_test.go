@@ -59,54 +59,30 @@ func marshalOf(fn func() (any, error)) (out []byte, ok bool) {
 	return out, err == nil
 }
 
+// decoded is the conversion of data decoded as a T by convert: the JSON of what
+// convert returns (marshalOf), or false when data does not decode as a T.
+func decoded[T any](convert func(*T) (any, error)) func(data []byte) ([]byte, bool) {
+	return func(data []byte) ([]byte, bool) {
+		var v T
+		if json.Unmarshal(data, &v) != nil {
+			return nil, false
+		}
+		return marshalOf(func() (any, error) { return convert(&v) })
+	}
+}
+
 // a2aConversions are a2a-go's conversions, by the names the fixture uses; each
 // reports false for data a2a-go does not decode or convert.
 var a2aConversions = map[string]func(data []byte) ([]byte, bool){
-	"v1.0 task to JSON-RPC v0.3": func(data []byte) ([]byte, bool) {
-		var task a2a.Task
-		if json.Unmarshal(data, &task) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) { return a2av0.FromV1Task(&task), nil })
-	},
-	"v1.0 task to HTTP+JSON v0.3": func(data []byte) ([]byte, bool) {
-		var task a2a.Task
-		if json.Unmarshal(data, &task) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) {
-			b, err := pbjson.ToProtoTask(&task)
-			return json.RawMessage(b), err
-		})
-	},
-	"v1.0 message to JSON-RPC v0.3": func(data []byte) ([]byte, bool) {
-		var msg a2a.Message
-		if json.Unmarshal(data, &msg) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) { return a2av0.FromV1Message(&msg), nil })
-	},
-	"v1.0 message to HTTP+JSON v0.3": func(data []byte) ([]byte, bool) {
-		var msg a2a.Message
-		if json.Unmarshal(data, &msg) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) { return protoMessage(&msg) })
-	},
-	"JSON-RPC v0.3 task to v1.0": func(data []byte) ([]byte, bool) {
-		var task legacya2a.Task
-		if json.Unmarshal(data, &task) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) { return a2av0.ToV1Task(&task) })
-	},
-	"JSON-RPC v0.3 message to v1.0": func(data []byte) ([]byte, bool) {
-		var msg legacya2a.Message
-		if json.Unmarshal(data, &msg) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) { return a2av0.ToV1Message(&msg) })
-	},
+	"v1.0 task to JSON-RPC v0.3": decoded(func(task *a2a.Task) (any, error) { return a2av0.FromV1Task(task), nil }),
+	"v1.0 task to HTTP+JSON v0.3": decoded(func(task *a2a.Task) (any, error) {
+		b, err := pbjson.ToProtoTask(task)
+		return json.RawMessage(b), err
+	}),
+	"v1.0 message to JSON-RPC v0.3":  decoded(func(msg *a2a.Message) (any, error) { return a2av0.FromV1Message(msg), nil }),
+	"v1.0 message to HTTP+JSON v0.3": decoded(func(msg *a2a.Message) (any, error) { return protoMessage(msg) }),
+	"JSON-RPC v0.3 task to v1.0":     decoded(func(task *legacya2a.Task) (any, error) { return a2av0.ToV1Task(task) }),
+	"JSON-RPC v0.3 message to v1.0":  decoded(func(msg *legacya2a.Message) (any, error) { return a2av0.ToV1Message(msg) }),
 	"HTTP+JSON v0.3 task to v1.0": func(data []byte) ([]byte, bool) {
 		return marshalOf(func() (any, error) { return pbjson.FromProtoTask(data) })
 	},
@@ -118,26 +94,14 @@ var a2aConversions = map[string]func(data []byte) ([]byte, bool){
 	// A round trip v1.0 → v0.3 → v1.0 ends where a2a-go's ends: where it started,
 	// but for what a2a-go's conversions lose or change (a data part marked
 	// data_part_compat by its sender; a message's referenceTaskIds in proto JSON).
-	"v1.0 task to JSON-RPC v0.3 and back": func(data []byte) ([]byte, bool) {
-		var task a2a.Task
-		if json.Unmarshal(data, &task) != nil {
-			return nil, false
+	"v1.0 task to JSON-RPC v0.3 and back": decoded(func(task *a2a.Task) (any, error) { return a2av0.ToV1Task(a2av0.FromV1Task(task)) }),
+	"v1.0 task to HTTP+JSON v0.3 and back": decoded(func(task *a2a.Task) (any, error) {
+		b, err := pbjson.ToProtoTask(task)
+		if err != nil {
+			return nil, err
 		}
-		return marshalOf(func() (any, error) { return a2av0.ToV1Task(a2av0.FromV1Task(&task)) })
-	},
-	"v1.0 task to HTTP+JSON v0.3 and back": func(data []byte) ([]byte, bool) {
-		var task a2a.Task
-		if json.Unmarshal(data, &task) != nil {
-			return nil, false
-		}
-		return marshalOf(func() (any, error) {
-			b, err := pbjson.ToProtoTask(&task)
-			if err != nil {
-				return nil, err
-			}
-			return pbjson.FromProtoTask(b)
-		})
-	},
+		return pbjson.FromProtoTask(b)
+	}),
 }
 
 // protoMessage returns the proto JSON of msg, as v0.3's HTTP+JSON carries it.

@@ -57,34 +57,31 @@ func sendAs(h *mwtest.Harness, m mwtest.Mode, msg *a2a.Message) ([]a2a.Event, er
 	return mwtest.Send(context.Background(), h.Client(m.Dialect, "", ""), m.Streaming, &a2a.SendMessageRequest{Message: msg})
 }
 
+// retried sends a keyed message with text through first, then calls mark and
+// returns the result of its retry through m.
+func retried(t *testing.T, h *mwtest.Harness, first, m mwtest.Mode, text string, mark func()) ([]a2a.Event, error) {
+	t.Helper()
+	msg := mwtest.KeyedMessage(t, idempotency.NewKey(), text)
+	if _, err := sendAs(h, first, msg); err != nil {
+		t.Fatal(err)
+	}
+	mark()
+	return sendAs(h, m, msg)
+}
+
 var scenarios03 = []scenario03{
 	{name: "first send", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		mark()
 		return sendAs(h, m, mwtest.KeyedMessage(t, idempotency.NewKey(), "echo first"))
 	}},
 	{name: "retry", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
-		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo retried")
-		if _, err := sendAs(h, m, msg); err != nil {
-			t.Fatal(err)
-		}
-		mark()
-		return sendAs(h, m, msg)
+		return retried(t, h, m, m, "echo retried", mark)
 	}},
 	{name: "retry of a send made in the other version", run: func(t *testing.T, h *mwtest.Harness, m, other mwtest.Mode, mark func()) ([]a2a.Event, error) {
-		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "echo across versions")
-		if _, err := sendAs(h, other, msg); err != nil {
-			t.Fatal(err)
-		}
-		mark()
-		return sendAs(h, m, msg)
+		return retried(t, h, other, m, "echo across versions", mark)
 	}},
 	{name: "retry of a Message reply", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
-		msg := mwtest.KeyedMessage(t, idempotency.NewKey(), "reply once")
-		if _, err := sendAs(h, m, msg); err != nil {
-			t.Fatal(err)
-		}
-		mark()
-		return sendAs(h, m, msg)
+		return retried(t, h, m, m, "reply once", mark)
 	}},
 	{name: "malformed key", run: func(t *testing.T, h *mwtest.Harness, m, _ mwtest.Mode, mark func()) ([]a2a.Event, error) {
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("echo malformed"))
