@@ -219,6 +219,29 @@ func QueryRow(ctx context.Context, db Runner, sqlite bool, query string, args []
 	})
 }
 
+// Query runs a query through RetryBusy and returns its rows, each scanned into the
+// fields that dest returns for a new T. An attempt that failed leaves no rows behind.
+func Query[T any](ctx context.Context, db Runner, sqlite bool, query string, args []any, dest func(*T) []any) ([]T, error) {
+	var out []T
+	err := RetryBusy(ctx, sqlite, func() error {
+		out = out[:0]
+		rs, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var v T
+			if err := rs.Scan(dest(&v)...); err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rs.Err()
+	})
+	return out, err
+}
+
 // Migrate runs the DDL statements stmts, safely from several processes at once: on
 // PostgreSQL in one transaction that first takes the transaction-scoped advisory lock
 // lockKey (CREATE … IF NOT EXISTS alone can fail when two sessions race on the
