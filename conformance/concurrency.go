@@ -264,7 +264,7 @@ func checkConcurrentBinds(e *env) error {
 	if err != nil {
 		return err
 	}
-	bindings := []idempotency.Binding{boundA, boundB, repliedA, {TaskID: taskA, Reply: replyA}}
+	bindings := []idempotency.Binding{boundA, boundB, repliedA, bothA}
 	for round := range raceKeys {
 		key, tok, err := e.claimed()
 		if err != nil {
