@@ -55,17 +55,7 @@ func FuzzValidateKey(f *testing.F) {
 		if err != nil {
 			t.Fatalf("SetKey(%q): %v", key, err)
 		}
-		body, err := json.Marshal(map[string]any{"metadata": meta, "extensions": exts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			Metadata   any      `json:"metadata"`
-			Extensions []string `json:"extensions"`
-		}
-		if err := json.Unmarshal(body, &msg); err != nil {
-			t.Fatal(err)
-		}
+		_, msg := readAsJSON(t, map[string]any{"metadata": meta, "extensions": exts})
 		if k, ok, err := idempotency.KeyOf(msg.Metadata); k != key || !ok || err != nil {
 			t.Fatalf("KeyOf after SetKey and a JSON round trip = %q, %t, %v; want %q", k, ok, err, key)
 		}

@@ -302,17 +302,7 @@ func TestSetKeyJSONRoundTrip(t *testing.T) {
 		if msg.Metadata, msg.Extensions, err = idempotency.SetKey(msg.Metadata, msg.Extensions, key); err != nil {
 			t.Fatal(err)
 		}
-		body, err := json.Marshal(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got struct {
-			Metadata   any      `json:"metadata"`
-			Extensions []string `json:"extensions"`
-		}
-		if err := json.Unmarshal(body, &got); err != nil {
-			t.Fatal(err)
-		}
+		body, got := readAsJSON(t, msg)
 		if k, ok, err := idempotency.KeyOf(got.Metadata); k != key || !ok || err != nil {
 			t.Errorf("KeyOf after a JSON round trip of %s = %q, %t, %v; want the key", body, k, ok, err)
 		}
@@ -320,6 +310,28 @@ func TestSetKeyJSONRoundTrip(t *testing.T) {
 			t.Errorf("extensions after a JSON round trip of %s = %q; want urn:x and the URI", body, got.Extensions)
 		}
 	}
+}
+
+// wireMessage is the part of a message that the other side of the wire reads the key
+// and the extension from.
+type wireMessage struct {
+	Metadata   any      `json:"metadata"`
+	Extensions []string `json:"extensions"`
+}
+
+// readAsJSON marshals msg to JSON and reads it back as the other side does; it
+// returns the JSON too.
+func readAsJSON(t *testing.T, msg any) ([]byte, wireMessage) {
+	t.Helper()
+	body, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got wireMessage
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	return body, got
 }
 
 func TestDeclaresExtension(t *testing.T) {

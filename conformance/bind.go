@@ -34,7 +34,7 @@ func checkBindWrongToken(e *env) error {
 // checkBindIdempotent: binding the same task id, reply bytes, or both, again with the
 // owner's token succeeds and changes nothing.
 func checkBindIdempotent(e *env) error {
-	for _, b := range []idempotency.Binding{boundA, repliedA, {TaskID: taskA, Reply: replyA}} {
+	for _, b := range []idempotency.Binding{boundA, repliedA, bothA} {
 		key := e.key()
 		tok, err := e.ownBound("", key, msgA, b)
 		if err != nil {
@@ -61,8 +61,8 @@ func checkBindConflict(e *env) error {
 		{boundA, idempotency.Binding{TaskID: taskB, Reply: replyA}},
 		{repliedA, repliedB},
 		{repliedA, boundA},
-		{repliedA, idempotency.Binding{TaskID: taskA, Reply: replyA}},
-		{idempotency.Binding{TaskID: taskA, Reply: replyA}, idempotency.Binding{TaskID: taskA, Reply: replyB}},
+		{repliedA, bothA},
+		{bothA, idempotency.Binding{TaskID: taskA, Reply: replyB}},
 	}
 	for _, c := range cases {
 		key := e.key()
@@ -93,14 +93,13 @@ func checkBindTaskThenReply(e *env) error {
 	if err != nil {
 		return err
 	}
-	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
-	if err := e.bind("", key, tok, both); err != nil {
+	if err := e.bind("", key, tok, bothA); err != nil {
 		return fmt.Errorf("adding a reply to a key bound to the same task id: %w", err)
 	}
-	if _, err := e.wantSame("", key, msgA, both); err != nil {
+	if _, err := e.wantSame("", key, msgA, bothA); err != nil {
 		return err
 	}
-	if err := e.bind("", key, tok, both); err != nil {
+	if err := e.bind("", key, tok, bothA); err != nil {
 		return fmt.Errorf("again: %w", err)
 	}
 	if err := e.bind("", key, tok, boundA); err != nil {
@@ -111,12 +110,12 @@ func checkBindTaskThenReply(e *env) error {
 	}
 	for _, b := range []idempotency.Binding{{TaskID: taskA, Reply: replyB}, {TaskID: taskB, Reply: replyA}, boundB} {
 		err := e.ix.Bind(e.ctx, "", key, tok, b)
-		what := fmt.Sprintf("Bind(%s, owner's token, %s) of a key bound to %s", where("", key), describeBinding(b), describeBinding(both))
+		what := fmt.Sprintf("Bind(%s, owner's token, %s) of a key bound to %s", where("", key), describeBinding(b), describeBinding(bothA))
 		if err := wantErr(what, err, idempotency.ErrAlreadyBound); err != nil {
 			return err
 		}
 	}
-	_, err = e.wantHeld("", key, msgA, both)
+	_, err = e.wantHeld("", key, msgA, bothA)
 	return err
 }
 
@@ -211,11 +210,10 @@ func checkEmptyReplyBesideTask(e *env) error {
 	if _, err := e.wantHeld("", key, msgA, boundA); err != nil {
 		return fmt.Errorf("after a Bind of a task id and an empty reply (an empty reply counts as none, and a Record reports it nil): %w", err)
 	}
-	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
-	if err := e.bind("", key, tok, both); err != nil {
+	if err := e.bind("", key, tok, bothA); err != nil {
 		return fmt.Errorf("adding a reply to a key bound to a task id and an empty reply: %w", err)
 	}
-	_, err = e.wantSame("", key, msgA, both)
+	_, err = e.wantSame("", key, msgA, bothA)
 	return err
 }
 
@@ -287,10 +285,9 @@ func rebindOutcome(stored, b idempotency.Binding) (idempotency.Binding, error) {
 func checkRebindEveryPart(e *env) error {
 	near := bytes.Clone(replyA) // replyA but for one byte
 	near[len(near)-3] ^= 0x01
-	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
-	stored := []idempotency.Binding{boundA, repliedA, both}
+	stored := []idempotency.Binding{boundA, repliedA, bothA}
 	offers := []idempotency.Binding{
-		boundA, boundB, repliedA, repliedB, {Reply: near}, both,
+		boundA, boundB, repliedA, repliedB, {Reply: near}, bothA,
 		{TaskID: taskA, Reply: replyB}, {TaskID: taskA, Reply: near}, {TaskID: taskB, Reply: replyA},
 	}
 	for _, s := range stored {

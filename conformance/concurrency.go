@@ -88,20 +88,27 @@ func sameMessageLoser(msg string) func(o outcome) bool {
 	}
 }
 
+// sameMessageRace has racers goroutines claim key for msgA at once, through ixs in
+// turn, and checks that exactly one is Claimed and the others HeldBySameMessage
+// (pending). It returns the winner; what names the race in errors.
+func (e *env) sameMessageRace(what, key string, ixs ...idempotency.KeyIndex) (outcome, error) {
+	out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
+		return ixs[i%len(ixs)].Claim(e.ctx, "", key, msgA, longLease)
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	return oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
+}
+
 // checkExactlyOneWinner: racers goroutines claim one free key for the same message at
 // once, over rounds keys: exactly one Claim per key returns Claimed, the others
 // HeldBySameMessage (pending), and the winner's token binds.
 func checkExactlyOneWinner(e *env) error {
 	for round := range rounds {
 		key := e.key()
-		out, err := e.together(racers, func(int) (idempotency.Claim, error) {
-			return e.ix.Claim(e.ctx, "", key, msgA, longLease)
-		})
-		if err != nil {
-			return err
-		}
 		what := fmt.Sprintf("key %d of %d", round+1, rounds)
-		w, err := oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
+		w, err := e.sameMessageRace(what, key, e.ix)
 		if err != nil {
 			return err
 		}
@@ -150,14 +157,8 @@ func checkExactlyOneTakeover(e *env) error {
 	}
 	for i, key := range keys {
 		old := toks[i]
-		out, err := e.together(racers, func(int) (idempotency.Claim, error) {
-			return e.ix.Claim(e.ctx, "", key, msgA, longLease)
-		})
-		if err != nil {
-			return err
-		}
 		what := fmt.Sprintf("takeover of key %d of %d", i+1, n)
-		w, err := oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
+		w, err := e.sameMessageRace(what, key, e.ix)
 		if err != nil {
 			return err
 		}
@@ -191,14 +192,8 @@ func checkExactlyOneWinnerTwoHandles(e *env) error {
 	handles := [2]idempotency.KeyIndex{e.ix, other}
 	for round := range rounds {
 		key := e.key()
-		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
-			return handles[i%2].Claim(e.ctx, "", key, msgA, longLease)
-		})
-		if err != nil {
-			return err
-		}
 		what := fmt.Sprintf("key %d of %d, two handles", round+1, rounds)
-		w, err := oneWinner(what, out, sameMessageLoser(msgA), "held by same message (pending)")
+		w, err := e.sameMessageRace(what, key, handles[:]...)
 		if err != nil {
 			return err
 		}
@@ -269,7 +264,7 @@ func checkConcurrentBinds(e *env) error {
 	if err != nil {
 		return err
 	}
-	bindings := []idempotency.Binding{boundA, boundB, repliedA, {TaskID: taskA, Reply: replyA}}
+	bindings := []idempotency.Binding{boundA, boundB, repliedA, bothA}
 	for round := range raceKeys {
 		key, tok, err := e.claimed()
 		if err != nil {

@@ -187,6 +187,7 @@ var (
 	boundB   = idempotency.Binding{TaskID: taskB}
 	repliedA = idempotency.Binding{Reply: replyA}
 	repliedB = idempotency.Binding{Reply: replyB}
+	bothA    = idempotency.Binding{TaskID: taskA, Reply: replyA}
 )
 
 // env is what a check runs against.

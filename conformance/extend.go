@@ -111,7 +111,7 @@ func checkExtendOnlyOwner(e *env) error {
 // bound; a key never claimed is refused and not created; with the TTL, so is a
 // pending claim past its time to live, which stays absent.
 func checkExtendOnlyPending(e *env) error {
-	for _, b := range []idempotency.Binding{boundA, repliedA, {TaskID: taskA, Reply: replyA}} {
+	for _, b := range []idempotency.Binding{boundA, repliedA, bothA} {
 		key := e.key()
 		tok, err := e.ownBound("", key, msgA, b)
 		if err != nil {

@@ -47,11 +47,10 @@ func checkHandlesSeeEachOther(e *env) error {
 	if err != nil {
 		return err
 	}
-	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
 	for _, step := range []struct {
 		name string
 		b    idempotency.Binding
-	}{{"after a claim", pending}, {"after a Bind to a task", boundA}, {"after the task gained a reply", both}} {
+	}{{"after a claim", pending}, {"after a Bind to a task", boundA}, {"after the task gained a reply", bothA}} {
 		if step.b.TaskID != "" {
 			if err := e.bindOn(a, "", key, tok, step.b); err != nil {
 				return err

@@ -118,7 +118,6 @@ func checkLookupsSeeWholeBindings(e *env) error {
 	if err != nil {
 		return err
 	}
-	both := idempotency.Binding{TaskID: taskA, Reply: replyA}
 	for round := range raceKeys {
 		key, tok, err := e.claimed()
 		if err != nil {
@@ -127,16 +126,16 @@ func checkLookupsSeeWholeBindings(e *env) error {
 		out, err := e.together(racers, func(i int) (idempotency.Claim, error) {
 			ix := ixs[i%len(ixs)]
 			if i == 0 {
-				return idempotency.Claim{}, ix.Bind(e.ctx, "", key, tok, both)
+				return idempotency.Claim{}, ix.Bind(e.ctx, "", key, tok, bothA)
 			}
 			for range 5 {
 				r, ok, err := ix.Lookup(e.ctx, "", key)
 				if err != nil {
 					return idempotency.Claim{}, err
 				}
-				if !ok || r.MessageID != msgA || !(carries(r, pending) || carries(r, both)) {
+				if !ok || r.MessageID != msgA || !(carries(r, pending) || carries(r, bothA)) {
 					return idempotency.Claim{}, fmt.Errorf("Lookup racing a Bind of %s = %s, %t; want the key pending or bound to both",
-						describeBinding(both), describeRecord(r), ok)
+						describeBinding(bothA), describeRecord(r), ok)
 				}
 			}
 			return idempotency.Claim{}, nil

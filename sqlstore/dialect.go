@@ -210,41 +210,33 @@ AND `+purgeable, 3)
 	}
 	qs.purgeLeft = q(`SELECT EXISTS (SELECT 1 FROM {t} WHERE `+purgeable+`)`, 2)
 
+	// The table and its sweep index. The dialects differ in column types, and in where
+	// the schema goes in CREATE INDEX: PostgreSQL creates the index in the table's
+	// schema, SQLite names the index's schema and takes the table's name bare.
+	index, on := `"`+t.indexName()+`"`, t.quoted()
+	var blob, integer, instant string
 	switch d {
 	case PostgreSQL:
-		qs.migrate = []string{
-			`CREATE TABLE IF NOT EXISTS ` + t.quoted() + ` (
-	scope TEXT NOT NULL,
-	"key" TEXT NOT NULL,
-	message_id TEXT NOT NULL,
-	task_id TEXT,
-	reply BYTEA,
-	token BIGINT NOT NULL,
-	claimed_at TIMESTAMPTZ NOT NULL,
-	lease_expires_at TIMESTAMPTZ NOT NULL,
-	PRIMARY KEY (scope, "key")
-)`,
-			`CREATE INDEX IF NOT EXISTS "` + t.indexName() + `" ON ` + t.quoted() + ` (claimed_at)`,
-		}
+		blob, integer, instant = "BYTEA", "BIGINT", "TIMESTAMPTZ"
 	case SQLite:
-		index := `"` + t.indexName() + `"`
+		blob, integer, instant = "BLOB", "INTEGER", "INTEGER"
 		if t.schema != "" {
-			index = `"` + t.schema + `".` + index
+			index, on = `"`+t.schema+`".`+index, `"`+t.name+`"`
 		}
-		qs.migrate = []string{
-			`CREATE TABLE IF NOT EXISTS ` + t.quoted() + ` (
+	}
+	qs.migrate = []string{
+		`CREATE TABLE IF NOT EXISTS ` + t.quoted() + ` (
 	scope TEXT NOT NULL,
 	"key" TEXT NOT NULL,
 	message_id TEXT NOT NULL,
 	task_id TEXT,
-	reply BLOB,
-	token INTEGER NOT NULL,
-	claimed_at INTEGER NOT NULL,
-	lease_expires_at INTEGER NOT NULL,
+	reply ` + blob + `,
+	token ` + integer + ` NOT NULL,
+	claimed_at ` + instant + ` NOT NULL,
+	lease_expires_at ` + instant + ` NOT NULL,
 	PRIMARY KEY (scope, "key")
 )`,
-			`CREATE INDEX IF NOT EXISTS ` + index + ` ON "` + t.name + `" (claimed_at)`,
-		}
+		`CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + on + ` (claimed_at)`,
 	}
 	return qs
 }

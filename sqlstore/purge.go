@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/sqlstore/internal/sqlrun"
@@ -40,19 +39,12 @@ func (s *Store) PurgeExpired(ctx context.Context, policy idempotency.RetentionPo
 	ageMicros := min(age, s.ttl).Microseconds()
 	size := policy.EffectiveBatchSize()
 	var err error
-	var step string
-	r.KeysDeleted, r.Batches, r.Complete, step, err = sqlrun.Purge(ctx, size, policy.MaxBatches,
+	r.KeysDeleted, r.Batches, r.Complete, err = sqlrun.Purge(ctx, "sqlstore", size, policy.MaxBatches,
 		func() (int64, error) { return s.exec(ctx, s.q.purge, s.args(ageMicros, size)...) },
 		func() (bool, error) {
 			var left bool
 			err := s.queryRow(ctx, s.q.purgeLeft, s.args(ageMicros), &left)
 			return left, err
 		})
-	switch {
-	case err == nil:
-		return r, nil
-	case step == "":
-		return r, fmt.Errorf("sqlstore: purge: %w", err)
-	}
-	return r, s.fail(ctx, step, err)
+	return r, err
 }

@@ -53,23 +53,8 @@ func (s *Store) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListT
 		id      string
 		updated sqlrun.Time
 	}
-	var rows []row
-	err = sqlrun.RetryBusy(ctx, s.dialect == sqlstore.SQLite, func() error {
-		rows = rows[:0]
-		rs, err := s.db.QueryContext(ctx, s.q.list, append(filters, cursorTime, cursorID, pageSize+1)...)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var r row
-			if err := rs.Scan(&r.id, &r.body, &r.updated); err != nil {
-				return err
-			}
-			rows = append(rows, r)
-		}
-		return rs.Err()
-	})
+	rows, err := sqlrun.Query(ctx, s.db, s.dialect == sqlstore.SQLite, s.q.list, append(filters, cursorTime, cursorID, pageSize+1),
+		func(r *row) []any { return []any{&r.id, &r.body, &r.updated} })
 	if err != nil {
 		return nil, s.fail(ctx, "list", err)
 	}

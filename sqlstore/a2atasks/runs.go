@@ -207,23 +207,8 @@ func (s *Store) EndStopped(ctx context.Context, batch int) (int64, error) {
 			body    []byte
 			version int64
 		}
-		var rows []row
-		err := sqlrun.RetryBusy(ctx, s.dialect == sqlstore.SQLite, func() error {
-			rows = rows[:0]
-			rs, err := s.db.QueryContext(ctx, s.q.dead, s.nowArg(), batch)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			for rs.Next() {
-				var r row
-				if err := rs.Scan(&r.id, &r.body, &r.version); err != nil {
-					return err
-				}
-				rows = append(rows, r)
-			}
-			return rs.Err()
-		})
+		rows, err := sqlrun.Query(ctx, s.db, s.dialect == sqlstore.SQLite, s.q.dead, []any{s.nowArg(), batch},
+			func(r *row) []any { return []any{&r.id, &r.body, &r.version} })
 		if err != nil {
 			return ended, s.fail(ctx, "end stopped tasks", err)
 		}

@@ -2,7 +2,6 @@ package a2atasks
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/sqlstore"
@@ -89,19 +88,12 @@ func (s *Store) purgeTasks(ctx context.Context, keepMicros int64, policy idempot
 	var r idempotency.PurgeReport
 	size := policy.EffectiveBatchSize()
 	var err error
-	var step string
-	r.TasksDeleted, r.Batches, r.Complete, step, err = sqlrun.Purge(ctx, size, policy.MaxBatches,
+	r.TasksDeleted, r.Batches, r.Complete, err = sqlrun.Purge(ctx, "a2atasks", size, policy.MaxBatches,
 		func() (int64, error) { return s.exec(ctx, s.q.purge, s.nowArg(), keepMicros, size) },
 		func() (bool, error) {
 			var left bool
 			err := s.queryRow(ctx, s.q.purgeLeft, []any{s.nowArg(), keepMicros}, &left)
 			return left, err
 		})
-	switch {
-	case err == nil:
-		return r, nil
-	case step == "":
-		return r, fmt.Errorf("a2atasks: purge: %w", err)
-	}
-	return r, s.fail(ctx, step, err)
+	return r, err
 }

@@ -219,6 +219,29 @@ func QueryRow(ctx context.Context, db Runner, sqlite bool, query string, args []
 	})
 }
 
+// Query runs a query through RetryBusy and returns its rows, each scanned into the
+// fields that dest returns for a new T. An attempt that failed leaves no rows behind.
+func Query[T any](ctx context.Context, db Runner, sqlite bool, query string, args []any, dest func(*T) []any) ([]T, error) {
+	var out []T
+	err := RetryBusy(ctx, sqlite, func() error {
+		out = out[:0]
+		rs, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var v T
+			if err := rs.Scan(dest(&v)...); err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rs.Err()
+	})
+	return out, err
+}
+
 // Migrate runs the DDL statements stmts, safely from several processes at once: on
 // PostgreSQL in one transaction that first takes the transaction-scoped advisory lock
 // lockKey (CREATE … IF NOT EXISTS alone can fail when two sessions race on the
@@ -256,30 +279,32 @@ func Migrate(ctx context.Context, db DB, sqlite bool, lockKey int64, stmts []str
 // how many it deleted; left says whether a batch would delete anything. Purge runs
 // batches until one deletes fewer than size rows (complete), or maxBatches (when
 // positive) have run, and then asks left whether the sweep is complete. ctx is checked
-// between batches. It returns the rows deleted and the batches that deleted any; the
-// error names the step that failed ("purge", "purge: count what is left"), or is ctx's.
-func Purge(ctx context.Context, size, maxBatches int, batch func() (int64, error), left func() (bool, error)) (deleted int64, batches int, complete bool, step string, err error) {
+// between batches. It returns the rows deleted and the batches that deleted any. Its
+// error is wrapped as [Fail] wraps it, with prefix (the package's name) and the step
+// that failed ("purge", "purge: count what is left"); when ctx ends between batches,
+// it is ctx's error after "prefix: purge: ".
+func Purge(ctx context.Context, prefix string, size, maxBatches int, batch func() (int64, error), left func() (bool, error)) (deleted int64, batches int, complete bool, err error) {
 	for ran := 0; ; ran++ {
 		if err := ctx.Err(); err != nil {
-			return deleted, batches, false, "", err
+			return deleted, batches, false, fmt.Errorf("%s: purge: %w", prefix, err)
 		}
 		if maxBatches > 0 && ran >= maxBatches {
 			more, err := left()
 			if err != nil {
-				return deleted, batches, false, "purge: count what is left", err
+				return deleted, batches, false, Fail(ctx, prefix, "purge: count what is left", err)
 			}
-			return deleted, batches, !more, "", nil
+			return deleted, batches, !more, nil
 		}
 		n, err := batch()
 		if err != nil {
-			return deleted, batches, false, "purge", err
+			return deleted, batches, false, Fail(ctx, prefix, "purge", err)
 		}
 		if n > 0 {
 			batches++
 			deleted += n
 		}
 		if n < int64(size) {
-			return deleted, batches, true, "", nil
+			return deleted, batches, true, nil
 		}
 	}
 }
