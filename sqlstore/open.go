@@ -55,7 +55,9 @@ func Scheme(storeURL string) string {
 // Errors name the store as [Describe] does, never with a password; the driver's
 // error is wrapped, for the log.
 //
-// The handle is the caller's to close. Pass it to [New], and to
+// The handle keeps up to [IdleConns] idle connections, where database/sql keeps 2
+// (see "Connections" in the package documentation); call SetMaxIdleConns to change
+// it. The handle is the caller's to close. Pass it to [New], and to
 // sqlstore/a2atasks.New for tasks in the same database.
 func Open(ctx context.Context, storeURL string) (*sqlx.DB, error) {
 	driver, dsn, err := driverDSN(storeURL, sql.Drivers())
@@ -70,8 +72,14 @@ func Open(ctx context.Context, storeURL string) (*sqlx.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: connect to %s: %w", Describe(storeURL), err)
 	}
+	db.SetMaxIdleConns(IdleConns)
 	return db, nil
 }
+
+// IdleConns is how many idle connections a handle of [Open] keeps: enough for the
+// store calls of the sends a busy server has in flight at once, each send's claim,
+// bind, and lease extensions.
+const IdleConns = 32
 
 // driverDSN returns the driver name and DSN for storeURL, given the registered
 // drivers.

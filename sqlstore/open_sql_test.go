@@ -3,10 +3,13 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/a2akit/idempotency"
 	"github.com/a2akit/idempotency/internal/testkit"
@@ -42,6 +45,7 @@ func TestOpen(t *testing.T) {
 		if err := idempotency.CheckIndex(t.Context(), store); err != nil {
 			t.Errorf("CheckIndex on %s: %v", sqlstore.Describe(u), err)
 		}
+		checkKeepsIdleConns(t, db, sqlstore.Describe(u))
 	}
 	var mode string
 	db, err := sqlstore.Open(t.Context(), path) // the same file, as a plain path
@@ -56,5 +60,28 @@ func TestOpen(t *testing.T) {
 	_, err = sqlstore.Open(t.Context(), "postgres://app:secret@127.0.0.1:1/app?sslmode=disable&connect_timeout=2")
 	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "postgres://app:xxxxx@127.0.0.1:1/app") {
 		t.Errorf("Open of a database that does not answer: %v; want an error naming it without the password", err)
+	}
+}
+
+// checkKeepsIdleConns holds sqlstore.IdleConns connections of db at once and gives
+// them back: all stay open for the next store calls. With database/sql's 2, a busy
+// server connected anew for most calls, and a lease extension that had to connect
+// under load missed its deadline (see "Connections" in the package documentation).
+func checkKeepsIdleConns(t *testing.T, db *sqlx.DB, name string) {
+	t.Helper()
+	conns := make([]*sql.Conn, sqlstore.IdleConns)
+	for i := range conns {
+		c, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatalf("%s: connection %d: %v", name, i, err)
+		}
+		conns[i] = c
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if st := db.Stats(); st.Idle != sqlstore.IdleConns || st.MaxIdleClosed != 0 {
+		t.Errorf("%s: after %d connections were given back, %d are idle and %d were closed for the idle limit; want all idle",
+			name, sqlstore.IdleConns, st.Idle, st.MaxIdleClosed)
 	}
 }
