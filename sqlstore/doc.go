@@ -9,6 +9,7 @@
 //
 //	db, err := sqlx.Open("pgx", "postgres://app@db/app")        // or "postgres" (lib/pq)
 //	db, err := sqlx.Open("sqlite3", "file:keys.db?_journal_mode=WAL&_busy_timeout=100&_txlock=immediate&_stmt_cache_size=16")
+//	db.SetMaxIdleConns(sqlstore.IdleConns) // see "Connections"
 //	store, err := sqlstore.New(db, sqlstore.Options{})
 //	err = store.Migrate(ctx)
 //
